@@ -1,0 +1,291 @@
+#include "codegen/llvm/codegen_llvm.h"
+
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "ir/printer.h"
+#include "schedule/micro_kernel.h"
+#include "support/error.h"
+
+namespace dietcode::codegen {
+
+using namespace ir;
+
+FunctionEmitter::FunctionEmitter(llvm::Module& module, const CpuTarget& target)
+    : module_(module), ctx_(module.getContext()), target_(target), b_(module.getContext()),
+      vector_width_(static_cast<unsigned>(schedule::vector_isa(target.isa).width)) {}
+
+llvm::Function* FunctionEmitter::new_function(const std::string& name, llvm::FunctionType* type) {
+  llvm::Function* f = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module_);
+  f->addFnAttr("target-cpu", target_.cpu);
+  if (!target_.features.empty()) f->addFnAttr("target-features", target_.features);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  f->addFnAttr("frame-pointer", "none");
+  return f;
+}
+
+void FunctionEmitter::emit_function(const lower::LoweredFunc& f, const std::string& name) {
+  llvm::Type* ptr = b_.getPtrTy();
+  function_ = new_function(name, llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr}, false));
+  function_name_ = name;
+  llvm::Value* shape = function_->getArg(0);
+  llvm::Value* bufs = function_->getArg(1);
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", function_));
+  vars_.clear();
+  buffers_.clear();
+  for (size_t i = 0; i < f.shape_vars.size(); ++i)
+    vars_[f.shape_vars[i].get()] =
+        b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), shape, i),
+                      f.shape_vars[i].name());
+  for (size_t i = 0; i < f.buffers.size(); ++i)
+    buffers_[f.buffers[i].get()] =
+        b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, bufs, i), f.buffers[i].name());
+  emit(f.body);
+  b_.CreateRetVoid();
+}
+
+llvm::Value* FunctionEmitter::buffer(const Buffer& buf) {
+  auto it = buffers_.find(buf.get());
+  DC_INTERNAL_CHECK(it != buffers_.end(), "buffer {} is not in scope", buf.name());
+  return it->second;
+}
+
+llvm::Value* FunctionEmitter::element_ptr(const Buffer& buf, llvm::Value* flat_index) {
+  return b_.CreateInBoundsGEP(b_.getFloatTy(), buffer(buf), flat_index);
+}
+
+llvm::Value* FunctionEmitter::entry_alloca(llvm::Type* type, uint64_t count, uint64_t align) {
+  llvm::IRBuilder<> entry(&function_->getEntryBlock(), function_->getEntryBlock().begin());
+  llvm::AllocaInst* a = entry.CreateAlloca(type, entry.getInt64(count));
+  a->setAlignment(llvm::Align(align));
+  return a;
+}
+
+void FunctionEmitter::emit_loop(llvm::Value* begin, llvm::Value* end,
+                                const std::function<void(llvm::Value*)>& body, const char* name) {
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, std::string(name) + ".header", function_);
+  llvm::BasicBlock* loop = llvm::BasicBlock::Create(ctx_, std::string(name) + ".body", function_);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".exit", function_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, name);
+  i->addIncoming(begin, pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(i, end), loop, exit);
+  b_.SetInsertPoint(loop);
+  body(i);
+  llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", /*HasNUW=*/false, /*HasNSW=*/true);
+  i->addIncoming(next, b_.GetInsertBlock());
+  b_.CreateBr(header);
+  b_.SetInsertPoint(exit);
+}
+
+void FunctionEmitter::emit_for(const ForNode& f) {
+  llvm::Value* begin = emit(f.min);
+  llvm::Value* end = b_.CreateAdd(begin, emit(f.extent));
+  emit_loop(begin, end, [&](llvm::Value* i) {
+    vars_[f.var.get()] = i;
+    emit(f.body);
+    vars_.erase(f.var.get());
+  }, f.var.name().c_str());
+}
+
+// Outlines the body into `void body(int64_t i, void* closure)`; the closure holds
+// every variable and buffer in scope (a few dozen words at most) as int64 slots.
+void FunctionEmitter::emit_parallel_for(const ForNode& f) {
+  llvm::Type* i64 = b_.getInt64Ty();
+  llvm::Type* ptr = b_.getPtrTy();
+  std::vector<const VarNode*> var_keys;
+  std::vector<const BufferNode*> buf_keys;
+  for (auto& [k, v] : vars_) var_keys.push_back(k);
+  for (auto& [k, v] : buffers_) buf_keys.push_back(k);
+  uint64_t slots = var_keys.size() + buf_keys.size() + 1;
+  llvm::Value* closure = entry_alloca(i64, slots, 8);
+  auto slot = [&](llvm::IRBuilder<>& bb, llvm::Value* base, uint64_t i) {
+    return bb.CreateConstInBoundsGEP1_64(i64, base, i);
+  };
+  uint64_t n = 0;
+  for (const VarNode* k : var_keys) b_.CreateStore(vars_[k], slot(b_, closure, n++));
+  for (const BufferNode* k : buf_keys) b_.CreateStore(b_.CreatePtrToInt(buffers_[k], i64), slot(b_, closure, n++));
+  llvm::Value* min = emit(f.min);
+  b_.CreateStore(min, slot(b_, closure, n));
+  llvm::Value* extent = emit(f.extent);
+
+  // Emit the outlined body with its own scope, then come back.
+  auto saved_vars = vars_;
+  auto saved_bufs = buffers_;
+  llvm::Function* saved_fn = function_;
+  llvm::BasicBlock* saved_block = b_.GetInsertBlock();
+  llvm::Function* body = new_function(fmt::format("{}.par{}", function_name_, outlined_count_++),
+                                      llvm::FunctionType::get(b_.getVoidTy(), {i64, ptr}, false));
+  body->setLinkage(llvm::Function::InternalLinkage);
+  function_ = body;
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", body));
+  llvm::Value* in = body->getArg(1);
+  n = 0;
+  for (const VarNode* k : var_keys) vars_[k] = b_.CreateLoad(i64, slot(b_, in, n++), k->name);
+  for (const BufferNode* k : buf_keys) buffers_[k] = b_.CreateIntToPtr(b_.CreateLoad(i64, slot(b_, in, n++)), ptr, k->name);
+  vars_[f.var.get()] = b_.CreateAdd(b_.CreateLoad(i64, slot(b_, in, n)), body->getArg(0), f.var.name());
+  emit(f.body);
+  b_.CreateRetVoid();
+  function_ = saved_fn;
+  vars_ = std::move(saved_vars);
+  buffers_ = std::move(saved_bufs);
+  b_.SetInsertPoint(saved_block);
+
+  llvm::FunctionCallee pfor = module_.getOrInsertFunction(
+      "dietcode_parallel_for", llvm::FunctionType::get(b_.getVoidTy(), {i64, ptr, ptr}, false));
+  b_.CreateCall(pfor, {extent, body, closure});
+}
+
+void FunctionEmitter::emit(const Stmt& s) {
+  switch (s.kind()) {
+    case StmtKind::For: {
+      const auto* f = s.as<ForNode>();
+      if (f->for_kind == ForKind::Parallel)
+        emit_parallel_for(*f);
+      else
+        emit_for(*f);
+      return;
+    }
+    case StmtKind::Block:
+      for (const Stmt& c : s.as<BlockNode>()->stmts) emit(c);
+      return;
+    case StmtKind::LetStmt: {
+      const auto* l = s.as<LetStmtNode>();
+      llvm::Value* v = emit(l->value);
+      if (llvm::isa<llvm::Instruction>(v)) v->setName(l->var.name());
+      vars_[l->var.get()] = v;
+      emit(l->body);
+      vars_.erase(l->var.get());
+      return;
+    }
+    case StmtKind::IfThenElse: {
+      const auto* n = s.as<IfThenElseNode>();
+      llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "then", function_);
+      llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx_, "else", function_);
+      llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "endif", function_);
+      b_.CreateCondBr(emit(n->condition), then_bb, else_bb);
+      b_.SetInsertPoint(then_bb);
+      emit(n->then_case);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(else_bb);
+      if (n->else_case.defined()) emit(n->else_case);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+      return;
+    }
+    case StmtKind::Store: {
+      const auto* n = s.as<StoreNode>();
+      llvm::Value* value = emit(n->value);
+      b_.CreateStore(value, element_ptr(n->buffer, emit(flatten_index(n->buffer, n->indices))));
+      return;
+    }
+    case StmtKind::Allocate: {
+      const auto* n = s.as<AllocateNode>();
+      llvm::Type* i64 = b_.getInt64Ty();
+      llvm::FunctionCallee alloc = module_.getOrInsertFunction(
+          "dietcode_alloc", llvm::FunctionType::get(b_.getPtrTy(), {i64}, false));
+      llvm::FunctionCallee release = module_.getOrInsertFunction(
+          "dietcode_free", llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy()}, false));
+      llvm::Value* bytes = b_.CreateMul(emit(n->buffer.shape()[0]), b_.getInt64(sizeof(float)));
+      llvm::Value* p = b_.CreateCall(alloc, {bytes}, n->buffer.name());
+      buffers_[n->buffer.get()] = p;
+      emit(n->body);
+      b_.CreateCall(release, {p});
+      buffers_.erase(n->buffer.get());
+      return;
+    }
+    case StmtKind::MicroKernel:
+      emit_micro_kernel(*this, *s.as<MicroKernelNode>());
+      return;
+    case StmtKind::PackStage:
+      internal_error(__FILE__, __LINE__, "pack stage reached code generation (insert_packing not run)");
+  }
+}
+
+llvm::Value* FunctionEmitter::emit(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::IntImm: return b_.getInt64(e.as<IntImmNode>()->value);
+    case ExprKind::FloatImm:
+      return llvm::ConstantFP::get(b_.getFloatTy(), e.as<FloatImmNode>()->value);
+    case ExprKind::Var: {
+      auto it = vars_.find(e.as<VarNode>());
+      DC_INTERNAL_CHECK(it != vars_.end(), "variable {} is not in scope", e.as<VarNode>()->name);
+      return it->second;
+    }
+    case ExprKind::Select: {
+      const auto* s = e.as<SelectNode>();
+      return b_.CreateSelect(emit(s->condition), emit(s->true_value), emit(s->false_value));
+    }
+    case ExprKind::Load: {
+      const auto* l = e.as<LoadNode>();
+      return b_.CreateLoad(b_.getFloatTy(), element_ptr(l->buffer, emit(flatten_index(l->buffer, l->indices))));
+    }
+    case ExprKind::Call: {
+      const auto* c = e.as<CallNode>();
+      llvm::Value* x = emit(c->args[0]);
+      llvm::Type* f32 = b_.getFloatTy();
+      if (c->op == CallOp::Relu) return b_.CreateMaxNum(x, llvm::ConstantFP::get(f32, 0.0));
+      // gelu(x) = 0.5 x (1 + erf(x / sqrt 2))
+      llvm::FunctionCallee erff = module_.getOrInsertFunction("erff", llvm::FunctionType::get(f32, {f32}, false));
+      llvm::Value* erf = b_.CreateCall(erff, {b_.CreateFMul(x, llvm::ConstantFP::get(f32, 0.70710678118654752))});
+      return b_.CreateFMul(b_.CreateFMul(x, llvm::ConstantFP::get(f32, 0.5)),
+                           b_.CreateFAdd(erf, llvm::ConstantFP::get(f32, 1.0)));
+    }
+    case ExprKind::Reduce:
+      internal_error(__FILE__, __LINE__, "a reduction reached code generation: " + to_string(e));
+    default: break;
+  }
+  const BinaryNode* bin = as_binary(e);
+  llvm::Value* x = emit(bin->a);
+  llvm::Value* y = emit(bin->b);
+  bool is_float = bin->a.type() == Type::Float;
+  switch (e.kind()) {
+    case ExprKind::Add: return is_float ? b_.CreateFAdd(x, y) : b_.CreateAdd(x, y, "", false, true);
+    case ExprKind::Sub: return is_float ? b_.CreateFSub(x, y) : b_.CreateSub(x, y, "", false, true);
+    case ExprKind::Mul: return is_float ? b_.CreateFMul(x, y) : b_.CreateMul(x, y, "", false, true);
+    case ExprKind::Div:
+    case ExprKind::Mod: {
+      DC_INTERNAL_CHECK(!is_float, "float division is not in the IR");
+      // Floor semantics: truncating division, corrected when the signs differ.
+      llvm::Value* q = b_.CreateSDiv(x, y);
+      llvm::Value* r = b_.CreateSRem(x, y);
+      llvm::Value* zero = b_.getInt64(0);
+      llvm::Value* fix = b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                                      b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(y, zero)));
+      if (e.kind() == ExprKind::Div) return b_.CreateSub(q, b_.CreateZExt(fix, b_.getInt64Ty()));
+      return b_.CreateSelect(fix, b_.CreateAdd(r, y), r);
+    }
+    case ExprKind::Min:
+      return is_float ? b_.CreateMinNum(x, y) : b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y);
+    case ExprKind::Max:
+      return is_float ? b_.CreateMaxNum(x, y) : b_.CreateSelect(b_.CreateICmpSGT(x, y), x, y);
+    case ExprKind::LT: return is_float ? b_.CreateFCmpOLT(x, y) : b_.CreateICmpSLT(x, y);
+    case ExprKind::LE: return is_float ? b_.CreateFCmpOLE(x, y) : b_.CreateICmpSLE(x, y);
+    case ExprKind::EQ: return is_float ? b_.CreateFCmpOEQ(x, y) : b_.CreateICmpEQ(x, y);
+    case ExprKind::And: return b_.CreateAnd(x, y);
+    default: break;
+  }
+  internal_error(__FILE__, __LINE__, std::string("cannot emit ") + to_string(e.kind()));
+}
+
+std::unique_ptr<llvm::Module> emit_module(llvm::LLVMContext& ctx, const lower::LoweredKernel& k,
+                                          const CpuTarget& target, const std::string& prefix) {
+  auto module = std::make_unique<llvm::Module>(prefix + "module", ctx);
+  {
+    FunctionEmitter fe(*module, target);
+    fe.emit_function(k.compute, prefix + "compute");
+  }
+  if (k.prepacked_b) {
+    FunctionEmitter fe(*module, target);
+    fe.emit_function(k.prepack, prefix + "prepack");
+  }
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  if (llvm::verifyModule(*module, &os)) internal_error(__FILE__, __LINE__, "invalid LLVM IR: " + errors);
+  return module;
+}
+
+}  // namespace dietcode::codegen

@@ -1,0 +1,70 @@
+// Loop IR -> LLVM IR. Each LoweredFunc becomes
+//
+//   void name(const int64_t* shape, float* const* buffers)
+//
+// Parallel loops are outlined into `void body(int64_t index, void* closure)` and
+// handed to dietcode_parallel_for; allocations call dietcode_alloc/free (runtime/abi.h).
+// MicroKernel nodes are emitted as explicit vector code by micro_kernel_emitter.cpp.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <memory>
+#include <unordered_map>
+
+#include "codegen/llvm/target.h"
+#include "ir/stmt.h"
+#include "lower/pipeline.h"
+
+namespace dietcode::codegen {
+
+// Emits the functions of a lowered kernel into a new module. Function names are
+// `prefix` + "compute" and `prefix` + "prepack".
+std::unique_ptr<llvm::Module> emit_module(llvm::LLVMContext& ctx, const lower::LoweredKernel& k,
+                                          const CpuTarget& target, const std::string& prefix);
+
+// The state of emitting one function, shared with the micro-kernel emitter.
+class FunctionEmitter {
+ public:
+  FunctionEmitter(llvm::Module& module, const CpuTarget& target);
+
+  // Emits `f` as a function named `name`.
+  void emit_function(const lower::LoweredFunc& f, const std::string& name);
+
+  llvm::Value* emit(const ir::Expr& e);
+  void emit(const ir::Stmt& s);
+
+  llvm::IRBuilder<>& builder() { return b_; }
+  llvm::Module& module() { return module_; }
+  llvm::Value* buffer(const ir::Buffer& buf);
+  llvm::Value* element_ptr(const ir::Buffer& buf, llvm::Value* flat_index);
+  // An alloca in the function's entry block (so it is allocated once per call).
+  llvm::Value* entry_alloca(llvm::Type* type, uint64_t count, uint64_t align);
+  // Emits `for (i = begin; i < end; ++i) body(i)` and leaves the builder after it.
+  void emit_loop(llvm::Value* begin, llvm::Value* end, const std::function<void(llvm::Value*)>& body,
+                 const char* name);
+  unsigned vector_width() const { return vector_width_; }
+
+ private:
+  void emit_for(const ir::ForNode& f);
+  void emit_parallel_for(const ir::ForNode& f);
+  llvm::Function* new_function(const std::string& name, llvm::FunctionType* type);
+
+  llvm::Module& module_;
+  llvm::LLVMContext& ctx_;
+  const CpuTarget& target_;
+  llvm::IRBuilder<> b_;
+  llvm::Function* function_ = nullptr;
+  unsigned vector_width_;
+  int outlined_count_ = 0;
+  std::string function_name_;
+  std::unordered_map<const ir::VarNode*, llvm::Value*> vars_;
+  std::unordered_map<const ir::BufferNode*, llvm::Value*> buffers_;
+};
+
+// Emits the register-tiled micro-kernel (micro_kernel_emitter.cpp).
+void emit_micro_kernel(FunctionEmitter& fe, const ir::MicroKernelNode& mk);
+
+}  // namespace dietcode::codegen

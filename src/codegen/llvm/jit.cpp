@@ -1,0 +1,189 @@
+#include "codegen/llvm/jit.h"
+
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "codegen/llvm/codegen_llvm.h"
+#include "runtime/abi.h"
+#include "support/error.h"
+
+namespace dietcode::codegen {
+
+namespace orc = llvm::orc;
+
+namespace {
+
+std::string message(llvm::Error e) { return llvm::toString(std::move(e)); }
+
+template <typename T>
+T unwrap(llvm::Expected<T> value, const char* what) {
+  if (!value) internal_error(__FILE__, __LINE__, std::string(what) + ": " + message(value.takeError()));
+  return std::move(*value);
+}
+
+void check(llvm::Error e, const char* what) {
+  if (e) internal_error(__FILE__, __LINE__, std::string(what) + ": " + message(std::move(e)));
+}
+
+void initialize_llvm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+std::unique_ptr<llvm::TargetMachine> make_target_machine(const CpuTarget& t) {
+  initialize_llvm();
+  std::string triple = llvm::sys::getProcessTriple();
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) internal_error(__FILE__, __LINE__, "no LLVM target for " + triple + ": " + error);
+  llvm::TargetOptions options;
+  options.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, t.cpu, t.features, options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive, /*JIT=*/true));
+}
+
+// The module-level pipeline: O2 (the micro-kernel is already explicit vector code;
+// O2 cleans up the index arithmetic and hoists invariants of the block loops).
+void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(m, mam);
+}
+
+std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const lower::LoweredKernel& k,
+                                           const CpuTarget& t, llvm::TargetMachine& tm,
+                                           const std::string& prefix, bool optimized) {
+  std::unique_ptr<llvm::Module> m = emit_module(ctx, k, t, prefix);
+  m->setDataLayout(tm.createDataLayout());
+  m->setTargetTriple(tm.getTargetTriple().str());
+  if (optimized) optimize(*m, tm);
+  return m;
+}
+
+// The process-wide JIT.
+class Engine {
+ public:
+  static Engine& get() {
+    static Engine engine;
+    return engine;
+  }
+  orc::LLJIT& jit() { return *jit_; }
+  llvm::TargetMachine& target_machine() { return *tm_; }
+  std::string next_prefix() { return "dc" + std::to_string(counter_++) + "_"; }
+
+ private:
+  Engine() {
+    initialize_llvm();
+    const CpuTarget& host = host_target();
+    auto jtmb = unwrap(orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
+    jtmb.setCPU(host.cpu);
+    jtmb.getFeatures() = llvm::SubtargetFeatures(host.features);
+    jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+    jit_ = unwrap(orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "creating LLJIT");
+    tm_ = make_target_machine(host);
+    orc::JITDylib& jd = jit_->getMainJITDylib();
+    jd.addGenerator(unwrap(orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+                               jit_->getDataLayout().getGlobalPrefix()),
+                           "exposing process symbols"));
+    orc::MangleAndInterner mangle(jit_->getExecutionSession(), jit_->getDataLayout());
+    auto symbol = [](auto* fn) {
+      return llvm::orc::ExecutorSymbolDef(llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported);
+    };
+    check(jd.define(orc::absoluteSymbols({
+              {mangle("dietcode_parallel_for"), symbol(&dietcode_parallel_for)},
+              {mangle("dietcode_alloc"), symbol(&dietcode_alloc)},
+              {mangle("dietcode_free"), symbol(&dietcode_free)},
+          })),
+          "defining runtime symbols");
+  }
+  std::unique_ptr<orc::LLJIT> jit_;
+  std::unique_ptr<llvm::TargetMachine> tm_;
+  std::atomic<int64_t> counter_{0};
+};
+
+class OrcJitCode : public JitCode {
+ public:
+  OrcJitCode(orc::ResourceTrackerSP tracker, ComputeFn compute, ComputeFn prepack)
+      : tracker_(std::move(tracker)), compute_(compute), prepack_(prepack) {}
+  ~OrcJitCode() override {
+    if (llvm::Error e = tracker_->remove()) llvm::consumeError(std::move(e));  // process exit path
+  }
+  ComputeFn compute() const override { return compute_; }
+  ComputeFn prepack() const override { return prepack_; }
+
+ private:
+  orc::ResourceTrackerSP tracker_;
+  ComputeFn compute_, prepack_;
+};
+
+}  // namespace
+
+std::unique_ptr<JitCode> jit_compile(const lower::LoweredKernel& k) {
+  Engine& engine = Engine::get();
+  std::string prefix = engine.next_prefix();
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> m;
+  {
+    // The shared TargetMachine is not thread-safe; optimization runs under a lock.
+    static std::mutex tm_mutex;
+    std::lock_guard<std::mutex> lock(tm_mutex);
+    m = build_module(*ctx, k, host_target(), engine.target_machine(), prefix, true);
+  }
+  orc::ResourceTrackerSP tracker = engine.jit().getMainJITDylib().createResourceTracker();
+  check(engine.jit().addIRModule(tracker, orc::ThreadSafeModule(std::move(m), std::move(ctx))),
+        "adding a module to the JIT");
+  auto lookup = [&](const std::string& name) {
+    return unwrap(engine.jit().lookup(prefix + name), "looking up a kernel").toPtr<ComputeFn>();
+  };
+  ComputeFn compute = lookup("compute");
+  ComputeFn prepack = k.prepacked_b ? lookup("prepack") : nullptr;
+  return std::make_unique<OrcJitCode>(tracker, compute, prepack);
+}
+
+std::string llvm_ir_text(const lower::LoweredKernel& k, const CpuTarget& target, bool optimized) {
+  llvm::LLVMContext ctx;
+  auto tm = make_target_machine(target);
+  auto m = build_module(ctx, k, target, *tm, "", optimized);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  m->print(os, nullptr);
+  return text;
+}
+
+std::string assembly_text(const lower::LoweredKernel& k, const CpuTarget& target) {
+  llvm::LLVMContext ctx;
+  auto tm = make_target_machine(target);
+  auto m = build_module(ctx, k, target, *tm, "", true);
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    internal_error(__FILE__, __LINE__, "this LLVM target cannot emit assembly");
+  pm.run(*m);
+  return std::string(buffer.str());
+}
+
+}  // namespace dietcode::codegen

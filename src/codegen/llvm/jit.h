@@ -1,0 +1,32 @@
+// In-process compilation through LLVM's ORC LLJIT (one engine per process; each
+// compiled kernel owns a resource tracker, so destroying it frees its code).
+// LLVM's Error/Expected values are turned into our errors at this boundary.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "codegen/llvm/target.h"
+#include "lower/pipeline.h"
+
+namespace dietcode::codegen {
+
+using ComputeFn = void (*)(const int64_t* shape, float* const* buffers);
+
+// The machine code of one kernel, live until destroyed.
+class JitCode {
+ public:
+  virtual ~JitCode() = default;
+  virtual ComputeFn compute() const = 0;
+  virtual ComputeFn prepack() const = 0;  // null unless the schedule pre-packs B
+};
+
+// Compiles for the host CPU (the only target whose code can be run here).
+std::unique_ptr<JitCode> jit_compile(const lower::LoweredKernel& k);
+
+// Text of the kernel's LLVM IR (after the optimization pipeline when `optimized`) or
+// its assembly, for any target (an AVX-512 target can be inspected on an AVX2 host).
+std::string llvm_ir_text(const lower::LoweredKernel& k, const CpuTarget& target, bool optimized);
+std::string assembly_text(const lower::LoweredKernel& k, const CpuTarget& target);
+
+}  // namespace dietcode::codegen

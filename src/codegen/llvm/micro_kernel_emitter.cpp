@@ -1,0 +1,224 @@
+// Explicit vector code for the MR x NR register tile (ir::MicroKernelNode).
+//
+// The k-loop keeps MR * NR/W accumulators in SSA values (phi nodes), so they live
+// in vector registers; each k-step is NR/W vector loads of B, MR scalar broadcasts
+// of A and MR * NR/W FMAs, unrolled unroll_k times, with no branches and no bounds
+// checks. Edge tiles (m_valid < MR or n_valid < NR) run the same loop against a
+// small on-stack tile that is copied in and out, so only edges pay for masking.
+#include <llvm/IR/Intrinsics.h>
+
+#include "codegen/llvm/codegen_llvm.h"
+
+namespace dietcode::codegen {
+
+using namespace ir;
+
+namespace {
+
+using Tile = std::vector<std::vector<llvm::Value*>>;  // [row][vector]
+
+// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7).
+llvm::Value* vector_gelu(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x) {
+  llvm::Type* vt = x->getType();
+  auto c = [&](double v) { return llvm::ConstantFP::get(vt, v); };
+  llvm::Value* z = b.CreateFMul(x, c(0.70710678118654752));
+  llvm::Value* az = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, z);
+  llvm::Value* t = b.CreateFDiv(c(1.0), b.CreateFAdd(c(1.0), b.CreateFMul(c(0.3275911), az)));
+  llvm::Function* fma = llvm::Intrinsic::getDeclaration(&m, llvm::Intrinsic::fma, {vt});
+  llvm::Value* poly = c(1.061405429);
+  for (double coef : {-1.453152027, 1.421413741, -0.284496736, 0.254829592})
+    poly = b.CreateCall(fma, {poly, t, c(coef)});
+  poly = b.CreateFMul(poly, t);
+  llvm::Value* e = b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b.CreateFNeg(b.CreateFMul(az, az)));
+  llvm::Value* erf_abs = b.CreateFSub(c(1.0), b.CreateFMul(poly, e));
+  llvm::Value* erf = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, erf_abs, z);
+  return b.CreateFMul(b.CreateFMul(x, c(0.5)), b.CreateFAdd(erf, c(1.0)));
+}
+
+}  // namespace
+
+void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
+  llvm::IRBuilder<>& b = fe.builder();
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  const unsigned W = fe.vector_width();
+  const int64_t MR = mk.mr, NR = mk.nr, V = NR / W;
+  llvm::Type* f32 = b.getFloatTy();
+  llvm::Type* i64 = b.getInt64Ty();
+  llvm::VectorType* vt = llvm::FixedVectorType::get(f32, W);
+  llvm::Function* fma = llvm::Intrinsic::getDeclaration(&fe.module(), llvm::Intrinsic::fma, {vt});
+  auto gep = [&](llvm::Value* p, llvm::Value* i) { return b.CreateInBoundsGEP(f32, p, i); };
+  auto imm = [&](int64_t v) { return b.getInt64(v); };
+  const llvm::Align elem_align(4);
+
+  // Operands.
+  llvm::Value* m_valid = fe.emit(mk.m_valid);
+  llvm::Value* n_valid = fe.emit(mk.n_valid);
+  llvm::Value* k_extent = fe.emit(mk.k_extent);
+  llvm::Value* a_base = fe.element_ptr(mk.a.buffer, fe.emit(mk.a.offset));
+  llvm::Value* a_row_stride = fe.emit(mk.a.row_stride);
+  llvm::Value* a_k_stride = fe.emit(mk.a.k_stride);
+  llvm::Value* b_base = fe.element_ptr(mk.b.buffer, fe.emit(mk.b.offset));
+  llvm::Value* b_k_stride = fe.emit(mk.b.k_stride);
+  llvm::Value* c_base = fe.element_ptr(mk.c, fe.emit(mk.c_offset));
+  llvm::Value* ldc = fe.emit(mk.c_row_stride);
+  llvm::Value* first = fe.emit(mk.first_k_block);
+  llvm::Value* last = fe.emit(mk.last_k_block);
+
+  // Rows of A past m_valid read the last valid row (a safe address; the results
+  // are never stored), so the k-loop needs no row checks.
+  std::vector<llvm::Value*> a_rows;
+  llvm::Value* last_row = b.CreateSub(m_valid, imm(1));
+  for (int64_t i = 0; i < MR; ++i) {
+    llvm::Value* r = b.CreateSelect(b.CreateICmpSLT(imm(i), m_valid), imm(i), last_row);
+    a_rows.push_back(gep(a_base, b.CreateMul(r, a_row_stride)));
+  }
+
+  // Full tiles work on C in place; edge tiles on a padded copy.
+  llvm::Value* full = b.CreateAnd(b.CreateICmpEQ(m_valid, imm(MR)), b.CreateICmpEQ(n_valid, imm(NR)));
+  llvm::Value* scratch = fe.entry_alloca(f32, MR * NR, 64);
+  llvm::Value* tile = b.CreateSelect(full, c_base, scratch);
+  llvm::Value* ld = b.CreateSelect(full, ldc, imm(NR));
+  auto copy_valid = [&](llvm::Value* dst, llvm::Value* dst_ld, llvm::Value* src, llvm::Value* src_ld) {
+    fe.emit_loop(imm(0), m_valid, [&](llvm::Value* i) {
+      fe.emit_loop(imm(0), n_valid, [&](llvm::Value* j) {
+        llvm::Value* v = b.CreateAlignedLoad(f32, gep(src, b.CreateAdd(b.CreateMul(i, src_ld), j)), elem_align);
+        b.CreateAlignedStore(v, gep(dst, b.CreateAdd(b.CreateMul(i, dst_ld), j)), elem_align);
+      }, "edge.j");
+    }, "edge.i");
+  };
+  auto branch = [&](llvm::Value* cond, const char* name, const std::function<void()>& then) {
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx, name, fn);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, std::string(name) + ".done", fn);
+    b.CreateCondBr(cond, then_bb, done);
+    b.SetInsertPoint(then_bb);
+    then();
+    b.CreateBr(done);
+    b.SetInsertPoint(done);
+  };
+  branch(b.CreateAnd(b.CreateNot(full), b.CreateNot(first)), "copy_in",
+         [&] { copy_valid(scratch, imm(NR), c_base, ldc); });
+
+  auto row_ptr = [&](llvm::Value* base, llvm::Value* stride, int64_t i, int64_t v) {
+    return gep(base, b.CreateAdd(b.CreateMul(imm(i), stride), imm(v * W)));
+  };
+  // Accumulators start at zero on the first k-block, else from the tile.
+  Tile init(MR, std::vector<llvm::Value*>(V));
+  {
+    llvm::BasicBlock* load_bb = llvm::BasicBlock::Create(ctx, "acc.load", fn);
+    llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx, "acc.init", fn);
+    llvm::BasicBlock* from = b.GetInsertBlock();
+    b.CreateCondBr(first, join, load_bb);
+    b.SetInsertPoint(load_bb);
+    Tile loaded(MR, std::vector<llvm::Value*>(V));
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t v = 0; v < V; ++v)
+        loaded[i][v] = b.CreateAlignedLoad(vt, row_ptr(tile, ld, i, v), elem_align);
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t v = 0; v < V; ++v) {
+        llvm::PHINode* phi = b.CreatePHI(vt, 2);
+        phi->addIncoming(llvm::Constant::getNullValue(vt), from);
+        phi->addIncoming(loaded[i][v], load_bb);
+        init[i][v] = phi;
+      }
+  }
+
+  // One k-step: NR/W loads of B, MR broadcasts of A, MR * NR/W FMAs.
+  auto k_step = [&](llvm::Value* k, Tile& acc) {
+    llvm::Value* b_row = gep(b_base, b.CreateMul(k, b_k_stride));
+    std::vector<llvm::Value*> bv(V);
+    for (int64_t v = 0; v < V; ++v) bv[v] = b.CreateAlignedLoad(vt, gep(b_row, imm(v * W)), elem_align);
+    llvm::Value* a_off = b.CreateMul(k, a_k_stride);
+    for (int64_t i = 0; i < MR; ++i) {
+      llvm::Value* a = b.CreateAlignedLoad(f32, gep(a_rows[i], a_off), elem_align);
+      llvm::Value* splat = b.CreateVectorSplat(W, a);
+      for (int64_t v = 0; v < V; ++v) acc[i][v] = b.CreateCall(fma, {splat, bv[v], acc[i][v]});
+    }
+  };
+  // A k-loop over [begin, end) in steps of `unroll`, carrying the accumulators.
+  auto k_loop = [&](llvm::Value* begin, llvm::Value* end, int64_t unroll, Tile acc_in, const char* name) {
+    llvm::BasicBlock* pre = b.GetInsertBlock();
+    llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx, std::string(name) + ".header", fn);
+    llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx, std::string(name) + ".body", fn);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx, std::string(name) + ".exit", fn);
+    b.CreateBr(header);
+    b.SetInsertPoint(header);
+    llvm::PHINode* k = b.CreatePHI(i64, 2, "k");
+    k->addIncoming(begin, pre);
+    Tile phis(MR, std::vector<llvm::Value*>(V));
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t v = 0; v < V; ++v) {
+        llvm::PHINode* p = b.CreatePHI(vt, 2);
+        p->addIncoming(acc_in[i][v], pre);
+        phis[i][v] = p;
+      }
+    b.CreateCondBr(b.CreateICmpSLT(k, end), body, exit);
+    b.SetInsertPoint(body);
+    Tile acc = phis;
+    for (int64_t u = 0; u < unroll; ++u) k_step(b.CreateAdd(k, imm(u), "", false, true), acc);
+    llvm::BasicBlock* latch = b.GetInsertBlock();
+    k->addIncoming(b.CreateAdd(k, imm(unroll), "", false, true), latch);
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t v = 0; v < V; ++v) llvm::cast<llvm::PHINode>(phis[i][v])->addIncoming(acc[i][v], latch);
+    b.CreateBr(header);
+    b.SetInsertPoint(exit);
+    return phis;  // the header's values are live on exit
+  };
+  llvm::Value* k_main = b.CreateMul(b.CreateSDiv(k_extent, imm(mk.unroll_k)), imm(mk.unroll_k));
+  Tile acc = init;
+  if (mk.unroll_k > 1) acc = k_loop(imm(0), k_main, mk.unroll_k, acc, "k.unrolled");
+  acc = k_loop(mk.unroll_k > 1 ? k_main : imm(0), k_extent, 1, acc, "k.rest");
+
+  // Epilogue on the last k-block: bias along n, then the activation.
+  if (mk.bias.defined() || mk.activation != Activation::None) {
+    llvm::BasicBlock* epi_bb = llvm::BasicBlock::Create(ctx, "epilogue", fn);
+    llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx, "epilogue.done", fn);
+    llvm::BasicBlock* from = b.GetInsertBlock();
+    b.CreateCondBr(last, epi_bb, join);
+    b.SetInsertPoint(epi_bb);
+    Tile out = acc;
+    if (mk.bias.defined()) {
+      llvm::Value* bias_base = fe.element_ptr(mk.bias, fe.emit(mk.bias_offset));
+      // An edge column block reads the bias through a zero-padded copy.
+      llvm::Value* bias_copy = fe.entry_alloca(f32, NR, 64);
+      llvm::Value* n_full = b.CreateICmpEQ(n_valid, imm(NR));
+      branch(b.CreateNot(n_full), "bias.copy", [&] {
+        for (int64_t v = 0; v < V; ++v)
+          b.CreateAlignedStore(llvm::Constant::getNullValue(vt), gep(bias_copy, imm(v * W)), elem_align);
+        fe.emit_loop(imm(0), n_valid, [&](llvm::Value* j) {
+          b.CreateAlignedStore(b.CreateAlignedLoad(f32, gep(bias_base, j), elem_align), gep(bias_copy, j), elem_align);
+        }, "bias.j");
+      });
+      llvm::Value* bias = b.CreateSelect(n_full, bias_base, bias_copy);
+      for (int64_t v = 0; v < V; ++v) {
+        llvm::Value* bv = b.CreateAlignedLoad(vt, gep(bias, imm(v * W)), elem_align);
+        for (int64_t i = 0; i < MR; ++i) out[i][v] = b.CreateFAdd(out[i][v], bv);
+      }
+    }
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t v = 0; v < V; ++v) {
+        if (mk.activation == Activation::Relu)
+          out[i][v] = b.CreateMaxNum(out[i][v], llvm::Constant::getNullValue(vt));
+        else if (mk.activation == Activation::Gelu)
+          out[i][v] = vector_gelu(b, fe.module(), out[i][v]);
+      }
+    llvm::BasicBlock* epi_end = b.GetInsertBlock();
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t v = 0; v < V; ++v) {
+        llvm::PHINode* p = b.CreatePHI(vt, 2);
+        p->addIncoming(acc[i][v], from);
+        p->addIncoming(out[i][v], epi_end);
+        acc[i][v] = p;
+      }
+  }
+
+  for (int64_t i = 0; i < MR; ++i)
+    for (int64_t v = 0; v < V; ++v) b.CreateAlignedStore(acc[i][v], row_ptr(tile, ld, i, v), elem_align);
+  branch(b.CreateNot(full), "copy_out", [&] { copy_valid(c_base, ldc, scratch, imm(NR)); });
+}
+
+}  // namespace dietcode::codegen

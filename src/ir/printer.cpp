@@ -1,0 +1,173 @@
+#include "ir/printer.h"
+
+#include <fmt/format.h>
+
+#include "ir/visit.h"
+
+namespace dietcode::ir {
+
+namespace {
+
+// Binding strength, for minimal parentheses.
+int precedence(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::And: return 1;
+    case ExprKind::LT: case ExprKind::LE: case ExprKind::EQ: return 2;
+    case ExprKind::Add: case ExprKind::Sub: return 3;
+    case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod: return 4;
+    default: return 5;
+  }
+}
+
+const char* infix(ExprKind k) {
+  switch (k) {
+    case ExprKind::Add: return " + ";
+    case ExprKind::Sub: return " - ";
+    case ExprKind::Mul: return "*";
+    case ExprKind::Div: return "/";
+    case ExprKind::Mod: return " % ";
+    case ExprKind::LT: return " < ";
+    case ExprKind::LE: return " <= ";
+    case ExprKind::EQ: return " == ";
+    case ExprKind::And: return " && ";
+    default: return nullptr;
+  }
+}
+
+std::string operand(const Expr& e, int parent, bool right) {
+  std::string s = to_string(e);
+  int p = precedence(e);
+  return (p < parent || (right && p == parent)) ? "(" + s + ")" : s;
+}
+
+std::string join(const std::vector<Expr>& es) {
+  std::string s;
+  for (size_t i = 0; i < es.size(); ++i) s += (i ? ", " : "") + to_string(es[i]);
+  return s;
+}
+
+std::string operand_text(const TileOperand& op) {
+  return fmt::format("{}[{} + r*{} + k*{}]", op.buffer.name(), to_string(op.offset),
+                     to_string(op.row_stride), to_string(op.k_stride));
+}
+
+void print(const Stmt& s, int indent, std::string& out) {
+  std::string pad(indent * 2, ' ');
+  switch (s.kind()) {
+    case StmtKind::For: {
+      const auto* n = s.as<ForNode>();
+      out += fmt::format("{}{} {} in [{}, {} + {}):\n", pad,
+                         n->for_kind == ForKind::Parallel ? "parallel for" : "for", n->var.name(),
+                         to_string(n->min), to_string(n->min), to_string(n->extent));
+      print(n->body, indent + 1, out);
+      break;
+    }
+    case StmtKind::Block:
+      for (const Stmt& c : s.as<BlockNode>()->stmts) print(c, indent, out);
+      break;
+    case StmtKind::LetStmt: {
+      const auto* n = s.as<LetStmtNode>();
+      out += fmt::format("{}let {} = {}\n", pad, n->var.name(), to_string(n->value));
+      print(n->body, indent, out);
+      break;
+    }
+    case StmtKind::IfThenElse: {
+      const auto* n = s.as<IfThenElseNode>();
+      out += fmt::format("{}if ({}):\n", pad, to_string(n->condition));
+      print(n->then_case, indent + 1, out);
+      if (n->else_case.defined()) {
+        out += pad + "else:\n";
+        print(n->else_case, indent + 1, out);
+      }
+      break;
+    }
+    case StmtKind::Store: {
+      const auto* n = s.as<StoreNode>();
+      out += fmt::format("{}{}[{}] = {}\n", pad, n->buffer.name(), join(n->indices),
+                         to_string(n->value));
+      break;
+    }
+    case StmtKind::Allocate: {
+      const auto* n = s.as<AllocateNode>();
+      out += fmt::format("{}allocate {}[{}] (float32, 64-byte aligned)\n", pad, n->buffer.name(),
+                         to_string(n->buffer.shape()[0]));
+      print(n->body, indent, out);
+      break;
+    }
+    case StmtKind::PackStage: {
+      const auto* n = s.as<PackStageNode>();
+      out += fmt::format(
+          "{}pack {}[{}] rows [{}, {} + {}) (zero past {}), k [{}, {} + {}) -> {} + {}, panels of "
+          "{}\n",
+          pad, n->source.name(), join(n->source_index), to_string(n->row_begin),
+          to_string(n->row_begin), to_string(n->row_extent), to_string(n->row_limit),
+          to_string(n->k_begin), to_string(n->k_begin), to_string(n->k_extent), n->panel.name(),
+          to_string(n->panel_offset), n->width);
+      break;
+    }
+    case StmtKind::MicroKernel: {
+      const auto* n = s.as<MicroKernelNode>();
+      out += fmt::format("{}micro_kernel<{}x{}, unroll {}>(k < {}, valid {} x {})\n", pad, n->mr,
+                         n->nr, n->unroll_k, to_string(n->k_extent), to_string(n->m_valid),
+                         to_string(n->n_valid));
+      out += fmt::format("{}  A: {}\n{}  B: {}\n", pad, operand_text(n->a), pad, operand_text(n->b));
+      out += fmt::format("{}  C: {}[{} + r*{} + c], first k-block: {}, last k-block: {}\n", pad,
+                         n->c.name(), to_string(n->c_offset), to_string(n->c_row_stride),
+                         to_string(n->first_k_block), to_string(n->last_k_block));
+      if (n->bias.defined() || n->activation != Activation::None)
+        out += fmt::format("{}  epilogue: {}{}\n", pad,
+                           n->bias.defined()
+                               ? fmt::format("+ {}[{} + c], ", n->bias.name(), to_string(n->bias_offset))
+                               : "",
+                           to_string(n->activation));
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+std::string to_string(const Expr& e) {
+  if (!e.defined()) return "<undefined>";
+  if (const char* op = infix(e.kind())) {
+    const BinaryNode* b = as_binary(e);
+    int p = precedence(e);
+    return operand(b->a, p, false) + op + operand(b->b, p, true);
+  }
+  switch (e.kind()) {
+    case ExprKind::IntImm: return std::to_string(e.as<IntImmNode>()->value);
+    case ExprKind::FloatImm: return fmt::format("{}f", e.as<FloatImmNode>()->value);
+    case ExprKind::Var: return e.as<VarNode>()->name;
+    case ExprKind::Min: case ExprKind::Max: {
+      const BinaryNode* b = as_binary(e);
+      return fmt::format("{}({}, {})", e.kind() == ExprKind::Min ? "min" : "max", to_string(b->a),
+                         to_string(b->b));
+    }
+    case ExprKind::Select: {
+      const auto* s = e.as<SelectNode>();
+      return fmt::format("select({}, {}, {})", to_string(s->condition), to_string(s->true_value),
+                         to_string(s->false_value));
+    }
+    case ExprKind::Load: {
+      const auto* l = e.as<LoadNode>();
+      return fmt::format("{}[{}]", l->buffer.name(), join(l->indices));
+    }
+    case ExprKind::Call: {
+      const auto* c = e.as<CallNode>();
+      return fmt::format("{}({})", to_string(c->op), join(c->args));
+    }
+    case ExprKind::Reduce: {
+      const auto* r = e.as<ReduceNode>();
+      return fmt::format("sum({} < {}: {})", r->axis.name(), to_string(r->extent), to_string(r->body));
+    }
+    default: return "?";
+  }
+}
+
+std::string to_string(const Stmt& s) {
+  std::string out;
+  if (s.defined()) print(s, 0, out);
+  return out;
+}
+
+}  // namespace dietcode::ir

@@ -1,0 +1,160 @@
+#include "ir/stmt.h"
+
+#include "support/error.h"
+
+namespace dietcode::ir {
+
+const char* to_string(Activation a) {
+  switch (a) {
+    case Activation::None: return "none";
+    case Activation::Relu: return "relu";
+    case Activation::Gelu: return "gelu";
+  }
+  return "?";
+}
+
+Stmt make_for(Var var, Expr min, Expr extent, ForKind kind, Stmt body) {
+  DC_INTERNAL_CHECK(min.type() == Type::Int && extent.type() == Type::Int, "loop bounds of {}",
+                    var.name());
+  return Stmt(std::make_shared<const ForNode>(std::move(var), std::move(min), std::move(extent),
+                                              kind, std::move(body)));
+}
+
+Stmt make_block(std::vector<Stmt> stmts) {
+  std::vector<Stmt> flat;
+  for (Stmt& s : stmts) {
+    if (!s.defined()) continue;
+    if (const auto* b = s.as<BlockNode>())
+      flat.insert(flat.end(), b->stmts.begin(), b->stmts.end());
+    else
+      flat.push_back(std::move(s));
+  }
+  if (flat.size() == 1) return flat[0];
+  return Stmt(std::make_shared<const BlockNode>(std::move(flat)));
+}
+
+Stmt make_let(Var var, Expr value, Stmt body) {
+  DC_INTERNAL_CHECK(value.type() == Type::Int, "let {} of a non-integer", var.name());
+  return Stmt(std::make_shared<const LetStmtNode>(std::move(var), std::move(value), std::move(body)));
+}
+
+Stmt make_if(Expr condition, Stmt then_case, Stmt else_case) {
+  DC_INTERNAL_CHECK(condition.type() == Type::Bool, "if of a non-boolean");
+  return Stmt(std::make_shared<const IfThenElseNode>(std::move(condition), std::move(then_case),
+                                                     std::move(else_case)));
+}
+
+Stmt make_store(Buffer buffer, std::vector<Expr> indices, Expr value) {
+  DC_INTERNAL_CHECK(indices.size() == buffer.rank(), "store to {} with {} indices",
+                    buffer.name(), indices.size());
+  DC_INTERNAL_CHECK(value.type() == Type::Float, "store of a non-float to {}", buffer.name());
+  return Stmt(std::make_shared<const StoreNode>(std::move(buffer), std::move(indices), std::move(value)));
+}
+
+Stmt make_allocate(Buffer buffer, Stmt body) {
+  DC_INTERNAL_CHECK(buffer.rank() == 1, "allocation of {} must be flat", buffer.name());
+  return Stmt(std::make_shared<const AllocateNode>(std::move(buffer), std::move(body)));
+}
+
+Stmt make_pack_stage(PackStageNode node) {
+  DC_INTERNAL_CHECK(node.width > 0 && node.panel.rank() == 1, "pack stage into {}",
+                    node.panel.name());
+  return Stmt(std::make_shared<const PackStageNode>(std::move(node)));
+}
+
+Stmt make_micro_kernel(MicroKernelNode node) {
+  DC_INTERNAL_CHECK(node.mr > 0 && node.nr > 0 && node.unroll_k > 0, "micro-kernel tile");
+  DC_INTERNAL_CHECK(node.first_k_block.type() == Type::Bool && node.last_k_block.type() == Type::Bool,
+                    "micro-kernel k-block flags must be boolean");
+  return Stmt(std::make_shared<const MicroKernelNode>(std::move(node)));
+}
+
+std::vector<Stmt> stmt_children(const Stmt& s) {
+  switch (s.kind()) {
+    case StmtKind::For: return {s.as<ForNode>()->body};
+    case StmtKind::Block: return s.as<BlockNode>()->stmts;
+    case StmtKind::LetStmt: return {s.as<LetStmtNode>()->body};
+    case StmtKind::IfThenElse: {
+      const auto* n = s.as<IfThenElseNode>();
+      if (n->else_case.defined()) return {n->then_case, n->else_case};
+      return {n->then_case};
+    }
+    case StmtKind::Allocate: return {s.as<AllocateNode>()->body};
+    default: return {};
+  }
+}
+
+namespace {
+
+TileOperand map_operand(const TileOperand& op, const std::function<Expr(const Expr&)>& g) {
+  return TileOperand{op.buffer, g(op.offset), g(op.row_stride), g(op.k_stride)};
+}
+
+}  // namespace
+
+Stmt map_stmt(const Stmt& s, const std::function<Stmt(const Stmt&)>& f,
+              const std::function<Expr(const Expr&)>& g) {
+  switch (s.kind()) {
+    case StmtKind::For: {
+      const auto* n = s.as<ForNode>();
+      return make_for(n->var, g(n->min), g(n->extent), n->for_kind, f(n->body));
+    }
+    case StmtKind::Block: {
+      std::vector<Stmt> stmts;
+      for (const Stmt& c : s.as<BlockNode>()->stmts) stmts.push_back(f(c));
+      return make_block(std::move(stmts));
+    }
+    case StmtKind::LetStmt: {
+      const auto* n = s.as<LetStmtNode>();
+      return make_let(n->var, g(n->value), f(n->body));
+    }
+    case StmtKind::IfThenElse: {
+      const auto* n = s.as<IfThenElseNode>();
+      return make_if(g(n->condition), f(n->then_case),
+                     n->else_case.defined() ? f(n->else_case) : Stmt());
+    }
+    case StmtKind::Store: {
+      const auto* n = s.as<StoreNode>();
+      std::vector<Expr> idx;
+      for (const Expr& i : n->indices) idx.push_back(g(i));
+      return make_store(n->buffer, std::move(idx), g(n->value));
+    }
+    case StmtKind::Allocate: {
+      const auto* n = s.as<AllocateNode>();
+      return make_allocate(n->buffer, f(n->body));
+    }
+    case StmtKind::PackStage: {
+      PackStageNode n = *s.as<PackStageNode>();
+      n.panel_offset = g(n.panel_offset);
+      for (Expr& i : n.source_index) i = g(i);
+      n.row_begin = g(n.row_begin);
+      n.row_extent = g(n.row_extent);
+      n.row_limit = g(n.row_limit);
+      n.k_begin = g(n.k_begin);
+      n.k_extent = g(n.k_extent);
+      return make_pack_stage(std::move(n));
+    }
+    case StmtKind::MicroKernel: {
+      MicroKernelNode n = *s.as<MicroKernelNode>();
+      n.a = map_operand(n.a, g);
+      n.b = map_operand(n.b, g);
+      n.k_extent = g(n.k_extent);
+      n.c_offset = g(n.c_offset);
+      n.c_row_stride = g(n.c_row_stride);
+      n.m_valid = g(n.m_valid);
+      n.n_valid = g(n.n_valid);
+      n.first_k_block = g(n.first_k_block);
+      n.last_k_block = g(n.last_k_block);
+      if (n.bias.defined()) n.bias_offset = g(n.bias_offset);
+      return make_micro_kernel(std::move(n));
+    }
+  }
+  internal_error(__FILE__, __LINE__, "unknown statement kind");
+}
+
+void visit_stmts(const Stmt& s, const std::function<void(const Stmt&)>& fn) {
+  fn(s);
+  for (const Stmt& c : stmt_children(s)) visit_stmts(c, fn);
+}
+
+}  // namespace dietcode::ir

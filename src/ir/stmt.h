@@ -1,0 +1,180 @@
+// Loop IR: statements with symbolic extents, produced by lowering and consumed by
+// code generation. Like expressions, statements are immutable nodes behind handles,
+// and one list of kinds (DC_STMT_NODES) drives the enum.
+//
+// Two nodes carry the project's structure rather than plain loops:
+//   PackStage    copy a block of an input into zero-padded panels (local padding);
+//                expanded into loops by the insert_packing pass.
+//   MicroKernel  the register-tiled MR x NR update of an output tile over a k-block;
+//                code generation emits explicit vector code for it.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/expr.h"
+
+namespace dietcode::ir {
+
+#define DC_STMT_NODES(X) \
+  X(For)                 \
+  X(Block)               \
+  X(LetStmt)             \
+  X(IfThenElse)          \
+  X(Store)               \
+  X(Allocate)            \
+  X(PackStage)           \
+  X(MicroKernel)
+
+enum class StmtKind : uint8_t {
+#define DC_ENUM(name) name,
+  DC_STMT_NODES(DC_ENUM)
+#undef DC_ENUM
+};
+
+struct StmtNode {
+  StmtKind kind;
+  explicit StmtNode(StmtKind k) : kind(k) {}
+  virtual ~StmtNode() = default;
+};
+
+class Stmt {
+ public:
+  Stmt() = default;
+  Stmt(std::shared_ptr<const StmtNode> node) : node_(std::move(node)) {}
+  bool defined() const { return node_ != nullptr; }
+  StmtKind kind() const { return node_->kind; }
+  const StmtNode* get() const { return node_.get(); }
+  template <typename T>
+  const T* as() const {
+    return node_ && node_->kind == T::kKind ? static_cast<const T*>(node_.get()) : nullptr;
+  }
+
+ private:
+  std::shared_ptr<const StmtNode> node_;
+};
+
+enum class ForKind : uint8_t { Serial, Parallel };
+
+// for (var = min; var < min + extent; ++var) body
+struct ForNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::For;
+  Var var;
+  Expr min, extent;
+  ForKind for_kind;
+  Stmt body;
+  ForNode(Var v, Expr mn, Expr ext, ForKind k, Stmt b)
+      : StmtNode(kKind), var(std::move(v)), min(std::move(mn)), extent(std::move(ext)),
+        for_kind(k), body(std::move(b)) {}
+};
+
+struct BlockNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Block;
+  std::vector<Stmt> stmts;
+  explicit BlockNode(std::vector<Stmt> s) : StmtNode(kKind), stmts(std::move(s)) {}
+};
+
+struct LetStmtNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::LetStmt;
+  Var var;
+  Expr value;
+  Stmt body;
+  LetStmtNode(Var v, Expr val, Stmt b)
+      : StmtNode(kKind), var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
+};
+
+struct IfThenElseNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::IfThenElse;
+  Expr condition;
+  Stmt then_case, else_case;  // else_case may be undefined
+  IfThenElseNode(Expr c, Stmt t, Stmt e)
+      : StmtNode(kKind), condition(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+};
+
+struct StoreNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Store;
+  Buffer buffer;
+  std::vector<Expr> indices;
+  Expr value;
+  StoreNode(Buffer b, std::vector<Expr> i, Expr v)
+      : StmtNode(kKind), buffer(std::move(b)), indices(std::move(i)), value(std::move(v)) {}
+};
+
+// A scratch buffer (64-byte aligned, uninitialized) live for the body's duration.
+struct AllocateNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Allocate;
+  Buffer buffer;  // flat; its shape[0] is the element count
+  Stmt body;
+  AllocateNode(Buffer b, Stmt body_) : StmtNode(kKind), buffer(std::move(b)), body(std::move(body_)) {}
+};
+
+// Packs rows [row_begin, row_begin + row_extent) and reduction indices
+// [k_begin, k_begin + k_extent) of a contraction operand into panels of `width`
+// rows: panel p holds k_extent groups of `width` consecutive values, at
+// panel[panel_offset + p*k_extent*width + k*width + r]. Rows at or past row_limit
+// are zero (local padding), so the micro-kernel never checks bounds.
+struct PackStageNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::PackStage;
+  Buffer panel;
+  Expr panel_offset;
+  int64_t width;
+  Buffer source;
+  // The source element for (row, k), in terms of the two variables below.
+  std::vector<Expr> source_index;
+  Var row, k;
+  Expr row_begin, row_extent, row_limit, k_begin, k_extent;
+  bool k_contiguous;  // the source is contiguous along k (pick the copy loop order)
+  PackStageNode() : StmtNode(kKind) {}
+};
+
+// An operand of a micro-kernel: element (r, k) is buffer[offset + r*row_stride + k*k_stride].
+struct TileOperand {
+  Buffer buffer;
+  Expr offset, row_stride, k_stride;
+};
+
+enum class Activation : uint8_t { None, Relu, Gelu };
+const char* to_string(Activation a);
+
+// C[i, j] (+)= sum_k A[i, k] * B[j, k] over an MR x NR tile, i < m_valid, j < n_valid.
+// On the first k-block the tile starts from zero, otherwise from C; on the last
+// k-block the epilogue (bias along j, then the activation) is applied. B's rows
+// are contiguous along j (row_stride 1) so that NR/width vector loads feed each k-step.
+struct MicroKernelNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::MicroKernel;
+  int64_t mr, nr, unroll_k;
+  TileOperand a, b;
+  Expr k_extent;
+  Buffer c;
+  Expr c_offset, c_row_stride;
+  Expr m_valid, n_valid;
+  Expr first_k_block, last_k_block;  // booleans
+  Buffer bias;                        // undefined if none
+  Expr bias_offset;
+  Activation activation = Activation::None;
+  MicroKernelNode() : StmtNode(kKind) {}
+};
+
+// ---- constructors -----------------------------------------------------------
+
+Stmt make_for(Var var, Expr min, Expr extent, ForKind kind, Stmt body);
+Stmt make_block(std::vector<Stmt> stmts);  // flattens nested blocks, drops undefined
+Stmt make_let(Var var, Expr value, Stmt body);
+Stmt make_if(Expr condition, Stmt then_case, Stmt else_case = Stmt());
+Stmt make_store(Buffer buffer, std::vector<Expr> indices, Expr value);
+Stmt make_allocate(Buffer buffer, Stmt body);
+Stmt make_pack_stage(PackStageNode node);
+Stmt make_micro_kernel(MicroKernelNode node);
+
+// ---- generic traversal (see visit.h for expressions) --------------------------
+
+std::vector<Stmt> stmt_children(const Stmt& s);
+// Rebuilds `s` with its statement children replaced by `f(child)` and every
+// expression field replaced by `g(expr)`.
+Stmt map_stmt(const Stmt& s, const std::function<Stmt(const Stmt&)>& f,
+              const std::function<Expr(const Expr&)>& g);
+// Calls fn on every statement, parents first.
+void visit_stmts(const Stmt& s, const std::function<void(const Stmt&)>& fn);
+
+}  // namespace dietcode::ir

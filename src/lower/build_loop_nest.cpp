@@ -1,0 +1,167 @@
+#include "lower/build_loop_nest.h"
+
+#include <algorithm>
+
+#include "ir/affine.h"
+#include "ir/visit.h"
+#include "support/error.h"
+
+namespace dietcode::lower {
+
+using namespace ir;
+using schedule::PackA;
+using schedule::PackB;
+
+namespace {
+
+// One block loop: `block` counts blocks of `size`; `begin`/`len` name the block's range.
+struct BlockLoop {
+  Var block, begin, len;
+  Expr extent;
+  int64_t size;
+};
+
+BlockLoop make_block_loop(const std::string& axis, Expr extent, int64_t size) {
+  return BlockLoop{Var(axis + "_block"), Var(axis + "0"), Var(axis + "_len"), std::move(extent), size};
+}
+
+Stmt wrap_block_loop(const BlockLoop& l, Stmt body) {
+  body = make_let(l.begin, Var(l.block) * l.size,
+                  make_let(l.len, min(Expr(l.size), l.extent - Var(l.begin)), std::move(body)));
+  return make_for(l.block, 0, ceil_div(l.extent, l.size), ForKind::Serial, std::move(body));
+}
+
+// Flattened index of a contraction operand with `replacements` applied to its axes.
+Expr operand_offset(const ops::ContractionOperand& op, const VarMap& replacements) {
+  return substitute(flatten_index(op.tensor, op.index), replacements);
+}
+
+PackStageNode pack_stage(const ops::ContractionOperand& op, const Var& row_axis, const Var& k_axis,
+                         Buffer panel, Expr panel_offset, int64_t width) {
+  PackStageNode p;
+  p.panel = std::move(panel);
+  p.panel_offset = std::move(panel_offset);
+  p.width = width;
+  p.source = op.tensor;
+  p.row = Var("r");
+  p.k = Var("kk");
+  VarMap to_stage{{row_axis.get(), Expr(p.row)}, {k_axis.get(), Expr(p.k)}};
+  for (const Expr& i : op.index) p.source_index.push_back(substitute(i, to_stage));
+  auto form = affine_form(flatten_index(op.tensor, op.index), {k_axis});
+  p.k_contiguous = form && is_const(form->coefficients[0], 1);
+  return p;
+}
+
+}  // namespace
+
+LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelSchedule& s) {
+  LoopNest nest;
+  BlockLoop n = make_block_loop("n", c.n_extent, s.nc);
+  BlockLoop k = make_block_loop("k", c.k_extent, s.kc);
+  BlockLoop m = make_block_loop("m", c.m_extent, s.mc);
+  nest.n_block = n.block;
+  nest.k_block = k.block;
+  nest.m_block = m.block;
+  Var n_tile("n_tile"), m_tile("m_tile");
+  Expr row0 = Var(m.begin) + Var(m_tile) * s.mr;  // first output row of the tile
+  Expr col0 = Var(n.begin) + Var(n_tile) * s.nr;  // first output column of the tile
+
+  MicroKernelNode mk;
+  mk.mr = s.mr;
+  mk.nr = s.nr;
+  mk.unroll_k = s.unroll_k;
+  mk.k_extent = Var(k.len);
+  mk.m_valid = min(Expr(s.mr), Var(m.len) - Var(m_tile) * s.mr);
+  mk.n_valid = min(Expr(s.nr), Var(n.len) - Var(n_tile) * s.nr);
+  mk.first_k_block = eq(Var(k.begin), 0);
+  mk.last_k_block = eq(Var(k.begin) + Var(k.len), c.k_extent);
+  mk.activation = c.activation;
+
+  // A: panels [tile][k][MR], or read in place through its affine strides.
+  Buffer a_panel;
+  if (s.pack_a == PackA::Packed) {
+    a_panel = Buffer(c.a.tensor.name() + "_panel", {Expr(s.mc * s.kc)});
+    mk.a = TileOperand{a_panel, Var(m_tile) * s.mr * Var(k.len), 1, s.mr};
+  } else {
+    auto form = affine_form(flatten_index(c.a.tensor, c.a.index), {c.m, c.k});
+    DC_INTERNAL_CHECK(form, "direct A needs an affine access (the validator checks this)");
+    Expr at_tile = operand_offset(c.a, {{c.m.get(), row0}, {c.k.get(), Expr(k.begin)}});
+    mk.a = TileOperand{c.a.tensor, at_tile, form->coefficients[0], form->coefficients[1]};
+  }
+  // B: panels [tile][k][NR], per block or pre-packed once for all calls.
+  Buffer b_panel;
+  Expr n_padded = ceil_div(c.n_extent, s.nr) * s.nr;
+  if (s.pack_b == PackB::PerBlock) {
+    b_panel = Buffer(c.b.tensor.name() + "_panel", {Expr(s.nc * s.kc)});
+    mk.b = TileOperand{b_panel, Var(n_tile) * s.nr * Var(k.len), 1, s.nr};
+  } else {
+    nest.packed_b_size = c.k_extent * n_padded;
+    nest.packed_b = Buffer(c.b.tensor.name() + "_packed", {nest.packed_b_size});
+    mk.b = TileOperand{nest.packed_b, Var(k.begin) * n_padded + col0 * Var(k.len), 1, s.nr};
+    // The pre-packing program: every k-block of B, all of N, zero-padded to NR.
+    BlockLoop pk = make_block_loop("k", c.k_extent, s.kc);
+    PackStageNode p = pack_stage(c.b, c.n, c.k, nest.packed_b, Var(pk.begin) * n_padded, s.nr);
+    p.row_begin = 0;
+    p.row_extent = c.n_extent;
+    p.row_limit = c.n_extent;
+    p.k_begin = Var(pk.begin);
+    p.k_extent = Var(pk.len);
+    Stmt stage = make_pack_stage(std::move(p));
+    nest.prepack = wrap_block_loop(pk, stage);
+  }
+  // C: the output is contiguous along n (the contraction matcher guarantees n is last).
+  {
+    std::vector<Expr> out_index(c.output_axes.begin(), c.output_axes.end());
+    auto form = affine_form(flatten_index(c.output, out_index), {c.m, c.n});
+    DC_INTERNAL_CHECK(form && is_const(form->coefficients[1], 1), "output not contiguous along n");
+    mk.c = c.output;
+    mk.c_offset = substitute(flatten_index(c.output, out_index),
+                             {{c.m.get(), row0}, {c.n.get(), col0}});
+    mk.c_row_stride = form->coefficients[0];
+  }
+  if (c.bias.tensor.defined()) {
+    mk.bias = c.bias.tensor;
+    mk.bias_offset = operand_offset(c.bias, {{c.n.get(), col0}});
+  }
+
+  Stmt body = make_micro_kernel(std::move(mk));
+  body = make_for(m_tile, 0, ceil_div(Var(m.len), s.mr), ForKind::Serial, body);
+  body = make_for(n_tile, 0, ceil_div(Var(n.len), s.nr), ForKind::Serial, body);
+
+  // Block loops, innermost first, with each pack stage placed just inside the loop
+  // that completes the block it copies.
+  auto position = [&](const std::string& axis) {
+    return std::find(s.loop_order.begin(), s.loop_order.end(), axis) - s.loop_order.begin();
+  };
+  auto level_of = [&](const std::string& x, const std::string& y) { return std::max(position(x), position(y)); };
+  for (int level = 2; level >= 0; --level) {
+    std::vector<Stmt> stmts;
+    if (s.pack_b == PackB::PerBlock && level_of("n", "k") == level) {
+      PackStageNode p = pack_stage(c.b, c.n, c.k, b_panel, 0, s.nr);
+      p.row_begin = Var(n.begin);
+      p.row_extent = Var(n.len);
+      p.row_limit = c.n_extent;
+      p.k_begin = Var(k.begin);
+      p.k_extent = Var(k.len);
+      stmts.push_back(make_pack_stage(std::move(p)));
+    }
+    if (s.pack_a == PackA::Packed && level_of("m", "k") == level) {
+      PackStageNode p = pack_stage(c.a, c.m, c.k, a_panel, 0, s.mr);
+      p.row_begin = Var(m.begin);
+      p.row_extent = Var(m.len);
+      p.row_limit = c.m_extent;
+      p.k_begin = Var(k.begin);
+      p.k_extent = Var(k.len);
+      stmts.push_back(make_pack_stage(std::move(p)));
+    }
+    stmts.push_back(body);
+    const std::string& axis = s.loop_order[level];
+    body = wrap_block_loop(axis == "n" ? n : axis == "k" ? k : m, make_block(std::move(stmts)));
+  }
+  for (size_t i = c.batch_axes.size(); i-- > 0;)
+    body = make_for(c.batch_axes[i], 0, c.batch_extents[i], ForKind::Serial, body);
+  nest.body = body;
+  return nest;
+}
+
+}  // namespace dietcode::lower

@@ -1,0 +1,12 @@
+// Pass 2: turns the schedule's parallel block loop into a parallel loop (one task
+// per block). Code generation outlines its body and hands it to the runtime's
+// thread pool.
+#pragma once
+
+#include "ir/stmt.h"
+
+namespace dietcode::lower {
+
+ir::Stmt mark_parallel(const ir::Stmt& s, const ir::Var& loop_var);
+
+}  // namespace dietcode::lower

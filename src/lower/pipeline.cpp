@@ -1,0 +1,62 @@
+#include "lower/pipeline.h"
+
+#include "ir/printer.h"
+#include "ir/simplify.h"
+#include "lower/build_loop_nest.h"
+#include "lower/insert_packing.h"
+#include "lower/mark_parallel.h"
+#include "lower/reference_loops.h"
+#include "ops/contraction.h"
+
+namespace dietcode::lower {
+
+using namespace ir;
+
+namespace {
+
+Var parallel_loop(const schedule::MicroKernelSchedule& s, const ops::Contraction& c,
+                  const LoopNest& nest) {
+  if (s.parallel == "m") return nest.m_block;
+  if (s.parallel == "n") return nest.n_block;
+  if (s.parallel == "batch" && !c.batch_axes.empty()) return c.batch_axes.front();
+  return Var();
+}
+
+}  // namespace
+
+LoweredKernel lower(const te::Operator& op, const schedule::MicroKernelSchedule& s,
+                    const PassLogger& log) {
+  schedule::validate(s, op);
+  ops::Contraction c = ops::match_contraction(op);
+  auto step = [&](const char* pass, const Stmt& stmt) {
+    if (log) log(pass, to_string(stmt));
+    return stmt;
+  };
+  step("reference_loops", reference_loops(op));
+
+  LoopNest nest = build_loop_nest(c, s);
+  Stmt body = step("build_loop_nest", nest.body);
+  body = step("mark_parallel", mark_parallel(body, parallel_loop(s, c, nest)));
+  body = step("insert_packing", insert_packing(body));
+  body = step("simplify", simplify(body));
+
+  LoweredKernel k;
+  k.compute.name = op.name;
+  for (const te::ShapeVar& v : op.shape_vars) k.compute.shape_vars.push_back(v.var);
+  for (const te::Input& in : op.inputs) k.compute.buffers.push_back(in.tensor);
+  k.compute.buffers.push_back(op.compute.output);
+  k.compute.body = body;
+  if (nest.prepack.defined()) {
+    k.prepacked_b = true;
+    k.prepacked_input = c.b_input_index;
+    k.compute.buffers[c.b_input_index] = nest.packed_b;
+    k.packed_b_size = nest.packed_b_size;
+    k.prepack.name = op.name + "_prepack_" + c.b.tensor.name();
+    k.prepack.shape_vars = k.compute.shape_vars;
+    k.prepack.buffers = {c.b.tensor, nest.packed_b};
+    k.prepack.body = step("prepack", simplify(expand_pack_stages(nest.prepack)));
+  }
+  return k;
+}
+
+}  // namespace dietcode::lower

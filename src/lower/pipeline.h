@@ -1,0 +1,44 @@
+// Lowering: operator + micro-kernel schedule -> loop IR ready for code generation.
+// A straight line of named passes (pipeline.cpp); each can be logged.
+//
+//   reference_loops   the unscheduled program (printed for reading only)
+//   build_loop_nest   block and tile loops, pack markers, the micro-kernel
+//   mark_parallel     the schedule's parallel block loop
+//   insert_packing    zero-padded panel copies and their allocations
+//   simplify          index arithmetic
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "ir/stmt.h"
+#include "schedule/micro_kernel.h"
+#include "te/tensor.h"
+
+namespace dietcode::lower {
+
+// A lowered program and its calling convention: arguments are the shape variables'
+// values in `shape_vars` order and one pointer per entry of `buffers`.
+struct LoweredFunc {
+  std::string name;
+  std::vector<ir::Var> shape_vars;
+  std::vector<ir::Buffer> buffers;
+  ir::Stmt body;
+};
+
+struct LoweredKernel {
+  LoweredFunc compute;   // buffers: the operator's inputs, then its output
+  bool prepacked_b = false;
+  int prepacked_input = -1;  // which input `compute` reads in packed form
+  LoweredFunc prepack;       // buffers: {B, B_packed}
+  ir::Expr packed_b_size;    // elements of B_packed
+};
+
+// Called with (pass name, IR after it).
+using PassLogger = std::function<void(const std::string&, const std::string&)>;
+
+// Validates the schedule against the operator (throws dietcode::Error) and lowers.
+LoweredKernel lower(const te::Operator& op, const schedule::MicroKernelSchedule& s,
+                    const PassLogger& log = nullptr);
+
+}  // namespace dietcode::lower

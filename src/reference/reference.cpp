@@ -1,0 +1,154 @@
+#include "reference/reference.h"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <unordered_map>
+
+#include "ir/visit.h"
+#include "support/error.h"
+
+namespace dietcode::reference {
+
+using namespace ir;
+
+namespace {
+
+using Slots = std::vector<int64_t>;
+using IntFn = std::function<int64_t(Slots&)>;
+using RealFn = std::function<double(Slots&)>;
+
+// Turns expressions into closures once, so the per-element cost is a few calls.
+class Compiler {
+ public:
+  Compiler(const te::Operator& op, const std::vector<const float*>& inputs) {
+    for (size_t i = 0; i < op.inputs.size(); ++i) data_[op.inputs[i].tensor.get()] = inputs[i];
+  }
+  int slot(const Var& v) {
+    auto [it, inserted] = slots_.emplace(v.get(), static_cast<int>(slots_.size()));
+    return it->second;
+  }
+  size_t slot_count() const { return slots_.size(); }
+
+  IntFn integer(const Expr& e) {
+    if (const int64_t* c = as_const_int(e)) return [v = *c](Slots&) { return v; };
+    if (const auto* v = e.as<VarNode>()) {
+      auto it = slots_.find(v);
+      DC_INTERNAL_CHECK(it != slots_.end(), "reference: unbound variable {}", v->name);
+      return [s = it->second](Slots& x) { return x[s]; };
+    }
+    const BinaryNode* b = as_binary(e);
+    DC_INTERNAL_CHECK(b, "reference: unsupported integer expression");
+    IntFn x = integer(b->a), y = integer(b->b);
+    switch (e.kind()) {
+      case ExprKind::Add: return [x, y](Slots& s) { return x(s) + y(s); };
+      case ExprKind::Sub: return [x, y](Slots& s) { return x(s) - y(s); };
+      case ExprKind::Mul: return [x, y](Slots& s) { return x(s) * y(s); };
+      case ExprKind::Div:
+        return [x, y](Slots& s) {
+          int64_t a = x(s), d = y(s), q = a / d;
+          return (a % d != 0 && ((a < 0) != (d < 0))) ? q - 1 : q;
+        };
+      case ExprKind::Mod:
+        return [x, y](Slots& s) {
+          int64_t a = x(s), d = y(s), r = a % d;
+          return (r != 0 && ((r < 0) != (d < 0))) ? r + d : r;
+        };
+      case ExprKind::Min: return [x, y](Slots& s) { return std::min(x(s), y(s)); };
+      case ExprKind::Max: return [x, y](Slots& s) { return std::max(x(s), y(s)); };
+      default: internal_error(__FILE__, __LINE__, "reference: unsupported integer operator");
+    }
+  }
+
+  RealFn real(const Expr& e) {
+    switch (e.kind()) {
+      case ExprKind::FloatImm: return [v = e.as<FloatImmNode>()->value](Slots&) { return v; };
+      case ExprKind::Load: {
+        const auto* l = e.as<LoadNode>();
+        auto it = data_.find(l->buffer.get());
+        DC_INTERNAL_CHECK(it != data_.end(), "reference: {} is not an input", l->buffer.name());
+        IntFn index = integer(flatten_index(l->buffer, l->indices));
+        return [p = it->second, index](Slots& s) { return static_cast<double>(p[index(s)]); };
+      }
+      case ExprKind::Call: {
+        const auto* c = e.as<CallNode>();
+        RealFn x = real(c->args[0]);
+        if (c->op == CallOp::Relu) return [x](Slots& s) { return std::max(x(s), 0.0); };
+        return [x](Slots& s) {
+          double v = x(s);
+          return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+        };
+      }
+      case ExprKind::Reduce: {
+        const auto* r = e.as<ReduceNode>();
+        IntFn extent = integer(r->extent);
+        int k = slot(r->axis);
+        RealFn body = real(r->body);
+        return [extent, k, body](Slots& s) {
+          double sum = 0;
+          int64_t n = extent(s);
+          for (s[k] = 0; s[k] < n; ++s[k]) sum += body(s);
+          return sum;
+        };
+      }
+      case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: {
+        const BinaryNode* b = as_binary(e);
+        RealFn x = real(b->a), y = real(b->b);
+        if (e.kind() == ExprKind::Add) return [x, y](Slots& s) { return x(s) + y(s); };
+        if (e.kind() == ExprKind::Sub) return [x, y](Slots& s) { return x(s) - y(s); };
+        return [x, y](Slots& s) { return x(s) * y(s); };
+      }
+      default: internal_error(__FILE__, __LINE__, "reference: unsupported float expression");
+    }
+  }
+
+ private:
+  std::unordered_map<const VarNode*, int> slots_;
+  std::unordered_map<const BufferNode*, const float*> data_;
+};
+
+}  // namespace
+
+std::vector<double> evaluate(const te::Operator& op, const std::vector<int64_t>& shape,
+                             const std::vector<const float*>& inputs) {
+  DC_INTERNAL_CHECK(inputs.size() == op.inputs.size(), "reference: input count");
+  Bindings bindings = op.bind(shape);
+  Compiler compiler(op, inputs);
+  for (const te::ShapeVar& v : op.shape_vars) compiler.slot(v.var);
+  const te::ComputeOp& comp = op.compute;
+  std::vector<int> axis_slots;
+  std::vector<int64_t> extents;
+  for (size_t i = 0; i < comp.axes.size(); ++i) {
+    axis_slots.push_back(compiler.slot(comp.axes[i]));
+    extents.push_back(evaluate_int(comp.output.shape()[i], bindings));
+  }
+  RealFn body = compiler.real(comp.body);
+  Slots slots(compiler.slot_count() + 16, 0);
+  for (const te::ShapeVar& v : op.shape_vars) slots[compiler.slot(v.var)] = bindings.at(v.var.get());
+  int64_t total = 1;
+  for (int64_t e : extents) total *= e;
+  std::vector<double> out(static_cast<size_t>(total));
+  std::vector<int64_t> idx(extents.size(), 0);
+  for (int64_t flat = 0; flat < total; ++flat) {
+    for (size_t d = 0; d < idx.size(); ++d) slots[axis_slots[d]] = idx[d];
+    out[flat] = body(slots);
+    for (size_t d = idx.size(); d-- > 0;) {  // row-major odometer
+      if (++idx[d] < extents[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+double relative_error(const float* got, const std::vector<double>& want) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(got[i])) return std::numeric_limits<double>::quiet_NaN();
+    double d = static_cast<double>(got[i]) - want[i];
+    diff += d * d;
+    norm += want[i] * want[i];
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+}
+
+}  // namespace dietcode::reference

@@ -1,0 +1,14 @@
+// The C functions generated code calls. Their addresses are given to the JIT
+// (codegen/llvm/jit.cpp) so they need not be exported from the executable.
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+// Runs body(i, closure) for i in [0, n) on the runtime's thread pool; returns when all are done.
+void dietcode_parallel_for(int64_t n, void (*body)(int64_t, void*), void* closure);
+// 64-byte aligned scratch memory for packed panels; aborts with a message if the
+// allocation fails (generated code has no error path).
+void* dietcode_alloc(int64_t bytes);
+void dietcode_free(void* p);
+}

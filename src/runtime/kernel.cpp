@@ -1,0 +1,89 @@
+#include "runtime/kernel.h"
+
+#include <chrono>
+
+#include "codegen/llvm/jit.h"
+#include "support/error.h"
+
+namespace dietcode::runtime {
+
+Kernel::Kernel(Kernel&&) noexcept = default;
+Kernel& Kernel::operator=(Kernel&&) noexcept = default;
+Kernel::~Kernel() = default;
+
+Kernel Kernel::compile(const te::Operator& op, const schedule::MicroKernelSchedule& s) {
+  if (!codegen::host_supports(s.isa))
+    user_error("schedule targets {} but this CPU ({}) only supports {}", s.isa,
+               codegen::host_target().cpu, codegen::host_target().isa);
+  auto start = std::chrono::steady_clock::now();
+  Kernel k;
+  k.op_ = op;
+  k.schedule_ = s;
+  k.lowered_ = lower::lower(op, s, [&](const std::string& pass, const std::string& ir) {
+    k.pass_log_ += "// ---- after " + pass + "\n" + ir;
+  });
+  k.code_ = codegen::jit_compile(k.lowered_);
+  k.compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return k;
+}
+
+namespace {
+
+void check_tensor(const te::Operator& op, const std::string& name, const float* data,
+                  int64_t elements, int64_t expected) {
+  if (!data) user_error("operator {}: buffer {} is a null pointer", op.name, name);
+  if (elements != expected)
+    user_error("operator {}: buffer {} has {} elements, expected {} for this shape", op.name, name,
+               elements, expected);
+}
+
+}  // namespace
+
+void Kernel::run(const std::vector<int64_t>& shape, const std::vector<ConstTensor>& inputs,
+                 MutableTensor output, const RunOptions& options) const {
+  ir::Bindings bindings = op_.bind(shape, options.strict_ranges);
+  std::vector<int64_t> sizes = op_.buffer_sizes(bindings);
+  if (inputs.size() != op_.inputs.size())
+    user_error("operator {}: got {} input buffers, expected {}", op_.name, inputs.size(),
+               op_.inputs.size());
+  std::vector<float*> pointers;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    bool packed = needs_prepack() && static_cast<int>(i) == prepacked_input();
+    int64_t expected = packed ? ir::evaluate_int(lowered_.packed_b_size, bindings) : sizes[i];
+    check_tensor(op_, op_.inputs[i].tensor.name() + (packed ? " (pre-packed)" : ""), inputs[i].data,
+                 inputs[i].elements, expected);
+    pointers.push_back(const_cast<float*>(inputs[i].data));  // generated code only reads inputs
+  }
+  check_tensor(op_, op_.compute.output.name(), output.data, output.elements, sizes.back());
+  pointers.push_back(output.data);
+  code_->compute()(shape.data(), pointers.data());
+}
+
+int64_t Kernel::packed_size(const std::vector<int64_t>& shape) const {
+  if (!needs_prepack()) user_error("operator {}: this schedule does not pre-pack an input", op_.name);
+  return ir::evaluate_int(lowered_.packed_b_size, op_.bind(shape));
+}
+
+AlignedBuffer Kernel::prepack(const std::vector<int64_t>& shape, ConstTensor source) const {
+  ir::Bindings bindings = op_.bind(shape);
+  if (!needs_prepack()) user_error("operator {}: this schedule does not pre-pack an input", op_.name);
+  const te::Input& in = op_.inputs[prepacked_input()];
+  check_tensor(op_, in.tensor.name(), source.data, source.elements,
+               ir::evaluate_int(ir::element_count(in.tensor), bindings));
+  AlignedBuffer packed(ir::evaluate_int(lowered_.packed_b_size, bindings));
+  float* buffers[2] = {const_cast<float*>(source.data), packed.data()};
+  code_->prepack()(shape.data(), buffers);
+  return packed;
+}
+
+std::string Kernel::loop_ir() const { return pass_log_; }
+
+std::string Kernel::llvm_ir(bool optimized) const {
+  return codegen::llvm_ir_text(lowered_, codegen::host_target(), optimized);
+}
+
+std::string Kernel::assembly(const codegen::CpuTarget& target) const {
+  return codegen::assembly_text(lowered_, target);
+}
+
+}  // namespace dietcode::runtime

@@ -1,0 +1,80 @@
+// A compiled kernel: one operator under one micro-kernel schedule, JIT-compiled for
+// the host, callable with any shape, from several threads at once.
+//
+//   Kernel k = Kernel::compile(op, schedule);          // lower + JIT
+//   AlignedBuffer w = k.prepack(shape, W);              // only if k.needs_prepack()
+//   k.run(shape, {{x, nx}, {w.data(), w.size()}}, {y, ny});
+//
+// Inputs follow the operator's order; for a pre-packing schedule the packed input
+// is passed in place of the original. Every call checks the shape and buffer sizes.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/llvm/target.h"
+#include "lower/pipeline.h"
+#include "runtime/buffer.h"
+#include "schedule/micro_kernel.h"
+#include "te/tensor.h"
+
+namespace dietcode::codegen {
+class JitCode;
+}
+
+namespace dietcode::runtime {
+
+struct ConstTensor {
+  const float* data;
+  int64_t elements;
+};
+struct MutableTensor {
+  float* data;
+  int64_t elements;
+};
+
+struct RunOptions {
+  bool strict_ranges = false;  // refuse shapes outside the shape variables' declared ranges
+};
+
+class Kernel {
+ public:
+  // Validates the schedule for the operator and the host (throws dietcode::Error),
+  // lowers and compiles it.
+  static Kernel compile(const te::Operator& op, const schedule::MicroKernelSchedule& s);
+
+  Kernel(Kernel&&) noexcept;
+  Kernel& operator=(Kernel&&) noexcept;
+  ~Kernel();
+
+  void run(const std::vector<int64_t>& shape, const std::vector<ConstTensor>& inputs,
+           MutableTensor output, const RunOptions& options = {}) const;
+
+  bool needs_prepack() const { return lowered_.prepacked_b; }
+  int prepacked_input() const { return lowered_.prepacked_input; }
+  // The element count of the pre-packed input for a shape.
+  int64_t packed_size(const std::vector<int64_t>& shape) const;
+  // Packs a constant input once, for every later call with this shape's constant dims.
+  AlignedBuffer prepack(const std::vector<int64_t>& shape, ConstTensor source) const;
+
+  const te::Operator& op() const { return op_; }
+  const schedule::MicroKernelSchedule& schedule() const { return schedule_; }
+  double compile_seconds() const { return compile_seconds_; }
+
+  // Inspection: each pass's loop IR, the LLVM IR, the assembly (any target).
+  std::string loop_ir() const;
+  std::string llvm_ir(bool optimized = true) const;
+  std::string assembly(const codegen::CpuTarget& target) const;
+
+ private:
+  Kernel() = default;
+  te::Operator op_;
+  schedule::MicroKernelSchedule schedule_;
+  lower::LoweredKernel lowered_;
+  std::string pass_log_;
+  std::unique_ptr<codegen::JitCode> code_;
+  double compile_seconds_ = 0;
+};
+
+}  // namespace dietcode::runtime

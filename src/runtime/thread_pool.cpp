@@ -1,0 +1,92 @@
+#include "runtime/thread_pool.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "runtime/abi.h"
+
+namespace dietcode::runtime {
+
+ThreadPool& ThreadPool::global() {
+  static ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  return pool;
+}
+
+ThreadPool::ThreadPool(int threads) { set_num_threads(threads); }
+
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : workers_) t.join();
+  workers_.clear();
+  stopping_ = false;
+}
+
+void ThreadPool::set_num_threads(int threads) {
+  std::lock_guard<std::mutex> region(region_mutex_);
+  stop_workers();
+  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+void ThreadPool::run_tasks() {
+  for (int64_t i = next_.fetch_add(1); i < count_; i = next_.fetch_add(1)) body_(i, closure_);
+}
+
+void ThreadPool::worker_loop() {
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+    if (stopping_) return;
+    seen = generation_;
+    lock.unlock();
+    run_tasks();
+    lock.lock();
+    if (--active_workers_ == 0) done_.notify_one();
+  }
+}
+
+void ThreadPool::parallel_for(int64_t n, void (*body)(int64_t, void*), void* closure) {
+  std::unique_lock<std::mutex> region(region_mutex_, std::try_to_lock);
+  if (n <= 1 || workers_.empty() || !region.owns_lock()) {
+    for (int64_t i = 0; i < n; ++i) body(i, closure);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    body_ = body;
+    closure_ = closure;
+    count_ = n;
+    next_ = 0;
+    active_workers_ = static_cast<int>(workers_.size());
+    ++generation_;
+  }
+  wake_.notify_all();
+  run_tasks();
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [&] { return active_workers_ == 0; });
+}
+
+}  // namespace dietcode::runtime
+
+extern "C" void dietcode_parallel_for(int64_t n, void (*body)(int64_t, void*), void* closure) {
+  dietcode::runtime::ThreadPool::global().parallel_for(n, body, closure);
+}
+
+extern "C" void* dietcode_alloc(int64_t bytes) {
+  size_t size = (static_cast<size_t>(bytes) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, size == 0 ? 64 : size);
+  if (!p) {
+    std::fprintf(stderr, "dietcode: out of memory allocating %lld bytes of packing scratch\n",
+                 static_cast<long long>(bytes));
+    std::abort();
+  }
+  return p;
+}
+
+extern "C" void dietcode_free(void* p) { std::free(p); }

@@ -1,0 +1,51 @@
+// A fork-join thread pool for the parallel loops of generated code. The calling
+// thread takes part in the work. One parallel region runs at a time: a region
+// started while another is running (another thread calling a kernel, or a nested
+// loop) runs on its caller alone, which is correct and never deadlocks.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace dietcode::runtime {
+
+class ThreadPool {
+ public:
+  // The process-wide pool; starts with std::thread::hardware_concurrency() threads.
+  static ThreadPool& global();
+
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // Total threads used by a parallel loop, the caller included (>= 1).
+  void set_num_threads(int threads);
+  int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  void parallel_for(int64_t n, void (*body)(int64_t, void*), void* closure);
+
+ private:
+  void worker_loop();
+  void run_tasks();
+  void stop_workers();
+
+  std::vector<std::thread> workers_;
+  std::mutex region_mutex_;  // held for the duration of a parallel region
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+  int active_workers_ = 0;
+  // The current region.
+  void (*body_)(int64_t, void*) = nullptr;
+  void* closure_ = nullptr;
+  int64_t count_ = 0;
+  std::atomic<int64_t> next_{0};
+};
+
+}  // namespace dietcode::runtime

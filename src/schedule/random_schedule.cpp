@@ -1,0 +1,53 @@
+#include "schedule/random_schedule.h"
+
+#include <algorithm>
+
+#include "ops/contraction.h"
+#include "support/error.h"
+
+namespace dietcode::schedule {
+
+namespace {
+
+int64_t uniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
+
+}  // namespace
+
+MicroKernelSchedule random_schedule(std::mt19937_64& rng, const std::string& isa_name,
+                                    const te::Operator& op) {
+  const VectorIsa& isa = vector_isa(isa_name);
+  ops::Contraction c = ops::match_contraction(op);
+  MaxExtents ext = max_extents(c, op);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    MicroKernelSchedule s;
+    s.isa = isa.name;
+    int64_t max_vectors = std::max<int64_t>(1, std::min<int64_t>((ext.n + isa.width - 1) / isa.width, 4));
+    int64_t vectors = uniform(rng, 1, max_vectors);
+    s.nr = vectors * isa.width;
+    int64_t max_mr = (isa.registers - vectors - 1) / vectors;
+    s.mr = uniform(rng, 1, std::max<int64_t>(1, std::min(max_mr, ext.m)));
+    s.kc = uniform(rng, 1, std::min<int64_t>(ext.k, 512));
+    int64_t m_tiles = (ext.m + s.mr - 1) / s.mr, n_tiles = (ext.n + s.nr - 1) / s.nr;
+    s.mc = s.mr * uniform(rng, 1, std::min<int64_t>(m_tiles, 32));
+    s.nc = s.nr * uniform(rng, 1, std::min<int64_t>(n_tiles, 32));
+    s.loop_order = {"n", "k", "m"};
+    std::shuffle(s.loop_order.begin(), s.loop_order.end(), rng);
+    std::vector<std::string> par{"none", "m", "n"};
+    if (!c.batch_axes.empty()) par.push_back("batch");
+    s.parallel = par[uniform(rng, 0, static_cast<int64_t>(par.size()) - 1)];
+    s.unroll_k = std::vector<int64_t>{1, 2, 3, 4, 8}[uniform(rng, 0, 4)];
+    s.pack_a = uniform(rng, 0, 1) ? PackA::Packed : PackA::Direct;
+    s.pack_b = (c.b.constant && uniform(rng, 0, 1)) ? PackB::Prepacked : PackB::PerBlock;
+    try {
+      validate(s, op);
+      return s;
+    } catch (const Error&) {
+      // e.g. direct A on a non-affine access, prepacked B shared across a batch: draw again
+    }
+  }
+  user_error("operator {}: no valid {} micro-kernel found in 1000 random draws", op.name, isa.name);
+}
+
+}  // namespace dietcode::schedule

@@ -1,0 +1,56 @@
+// `dietcode inspect`: the loop IR after each lowering pass, the LLVM IR or the
+// assembly of one micro-kernel schedule for an operator, for any target ISA.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "codegen/llvm/jit.h"
+#include "lower/pipeline.h"
+#include "schedule/micro_kernel.h"
+#include "support/error.h"
+#include "tools/dietcode/operator_options.h"
+#include "tools/dietcode/subcommands.h"
+
+namespace dietcode::tool {
+
+namespace {
+
+struct InspectOptions {
+  OperatorOptions op;
+  std::string schedule_json;
+  std::string what = "loops";
+  std::string isa;
+};
+
+int run_inspect(const InspectOptions& o) {
+  te::Operator op = o.op.build();
+  schedule::MicroKernelSchedule s = schedule::schedule_from_json_text(o.schedule_json);
+  codegen::CpuTarget target = o.isa.empty() ? codegen::host_target() : codegen::target_for_isa(o.isa);
+  if (o.what == "loops") {
+    fmt::print("{}", op.describe());
+    lower::lower(op, s, [](const std::string& pass, const std::string& ir) {
+      fmt::print("// ---- after {}\n{}", pass, ir);
+    });
+    return 0;
+  }
+  lower::LoweredKernel k = lower::lower(op, s);
+  if (o.what == "llvm") fmt::print("{}", codegen::llvm_ir_text(k, target, true));
+  else if (o.what == "llvm-unoptimized") fmt::print("{}", codegen::llvm_ir_text(k, target, false));
+  else if (o.what == "asm") fmt::print("{}", codegen::assembly_text(k, target));
+  else user_error("--what '{}': expected loops, llvm, llvm-unoptimized or asm", o.what);
+  return 0;
+}
+
+}  // namespace
+
+void register_inspect(CLI::App& app, Action& action) {
+  auto o = std::make_shared<InspectOptions>();
+  CLI::App* cmd = app.add_subcommand("inspect", "print the loop IR, LLVM IR or assembly of a schedule");
+  o->op.add_to(*cmd);
+  cmd->add_option("--schedule", o->schedule_json, "the micro-kernel schedule (JSON)")->required();
+  cmd->add_option("--what", o->what, "loops, llvm, llvm-unoptimized or asm")->capture_default_str();
+  cmd->add_option("--isa", o->isa, "target ISA for llvm/asm: avx2 or avx512 (default: the host)");
+  cmd->callback([&action, o] { action = [o] { return run_inspect(*o); }; });
+}
+
+}  // namespace dietcode::tool

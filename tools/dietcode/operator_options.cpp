@@ -1,0 +1,53 @@
+#include "tools/dietcode/operator_options.h"
+
+#include <fmt/format.h>
+
+#include "ops/batch_matmul.h"
+#include "ops/dense.h"
+#include "support/error.h"
+#include "support/parse.h"
+
+namespace dietcode::tool {
+
+void OperatorOptions::add_to(CLI::App& app) {
+  app.add_option("--op", op, "operator: dense or batch_matmul")->capture_default_str();
+  app.add_option("--layout", layout, "batch_matmul layout of B: NN ([b,K,N]) or NT ([b,N,K])")
+      ->capture_default_str();
+  app.add_option("--epilogue", epilogue, "dense epilogue: none, bias, bias_relu, bias_gelu")
+      ->capture_default_str();
+  app.add_option("--N", n, "N (fixed)")->capture_default_str();
+  app.add_option("--K", k, "K (fixed)")->capture_default_str();
+  app.add_option("--batch", batch, "batch_matmul batch (fixed)")->capture_default_str();
+  app.add_option("--M", m, "M values: a list '1,17,127', a range '1..128', or both")
+      ->capture_default_str();
+  app.add_option("--range", range, "declared range of M, 'LO..HI' (default: min..max of --M)");
+}
+
+std::vector<int64_t> OperatorOptions::m_values() const { return parse_int_list(m, "--M"); }
+
+te::Operator OperatorOptions::build() const {
+  if (n < 1) user_error("--N {}: expected a positive integer", n);
+  if (k < 1) user_error("--K {}: expected a positive integer", k);
+  if (batch < 1) user_error("--batch {}: expected a positive integer", batch);
+  std::vector<int64_t> declared = range.empty() ? m_values() : parse_int_list(range, "--range");
+  int64_t lo = declared.front(), hi = declared.back();
+  if (op == "dense") return ops::dense(lo, hi, n, k, ops::parse_epilogue(epilogue));
+  if (op == "batch_matmul") {
+    if (epilogue != "none") user_error("--epilogue {}: batch_matmul takes no epilogue", epilogue);
+    te::ShapeVar m_var = te::shape_var("M", lo, hi);
+    ir::Expr m_expr = m_var.var;
+    return ops::batch_matmul({m_var}, batch, m_expr, n, k, ops::parse_layout(layout));
+  }
+  user_error("--op '{}': unknown operator; expected dense or batch_matmul", op);
+}
+
+std::string OperatorOptions::command_line(int64_t m_value) const {
+  std::vector<int64_t> declared = range.empty() ? m_values() : parse_int_list(range, "--range");
+  std::string s = fmt::format("--op {} --N {} --K {} --M {} --range {}..{}", op, n, k, m_value,
+                              declared.front(), declared.back());
+  if (op == "dense") s += " --epilogue " + epilogue;
+  if (op == "batch_matmul") s += fmt::format(" --layout {} --batch {}", layout, batch);
+  return s;
+}
+
+}  // namespace dietcode::tool
