@@ -63,7 +63,9 @@ Stmt make_pack_stage(PackStageNode node) {
 }
 
 Stmt make_micro_kernel(MicroKernelNode node) {
-  DC_INTERNAL_CHECK(node.mr > 0 && node.nr > 0 && node.unroll_k > 0, "micro-kernel tile");
+  DC_INTERNAL_CHECK(node.mr > 0 && node.nr > 0 && node.unroll_k > 0 && node.vector_width > 0 &&
+                        node.nr % node.vector_width == 0,
+                    "micro-kernel tile");
   DC_INTERNAL_CHECK(node.first_k_block.type() == Type::Bool && node.last_k_block.type() == Type::Bool,
                     "micro-kernel k-block flags must be boolean");
   return Stmt(std::make_shared<const MicroKernelNode>(std::move(node)));

@@ -144,6 +144,7 @@ const char* to_string(Activation a);
 struct MicroKernelNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::MicroKernel;
   int64_t mr, nr, unroll_k;
+  int64_t vector_width;  // fp32 lanes of the schedule's ISA; nr is a multiple
   TileOperand a, b;
   Expr k_extent;
   Buffer c;

@@ -70,6 +70,7 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
   mk.mr = s.mr;
   mk.nr = s.nr;
   mk.unroll_k = s.unroll_k;
+  mk.vector_width = schedule::vector_isa(s.isa).width;
   mk.k_extent = Var(k.len);
   mk.m_valid = min(Expr(s.mr), Var(m.len) - Var(m_tile) * s.mr);
   mk.n_valid = min(Expr(s.nr), Var(n.len) - Var(n_tile) * s.nr);

@@ -4,13 +4,11 @@
 // command that reproduces it, then "N passed, M failed".
 #include <fmt/format.h>
 
-#include <cmath>
-#include <limits>
 #include <memory>
 #include <random>
 
 #include "codegen/llvm/target.h"
-#include "reference/reference.h"
+#include "reference/check.h"
 #include "runtime/kernel.h"
 #include "runtime/thread_pool.h"
 #include "schedule/random_schedule.h"
@@ -32,44 +30,6 @@ struct VerifyOptions {
   double tolerance = 1e-5;
 };
 
-struct Case {
-  std::vector<runtime::AlignedBuffer> inputs;
-  std::vector<double> expected;
-};
-
-Case make_case(const te::Operator& op, const std::vector<int64_t>& shape, std::mt19937_64& rng) {
-  Case c;
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<int64_t> sizes = op.buffer_sizes(op.bind(shape));
-  std::vector<const float*> pointers;
-  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
-    c.inputs.emplace_back(sizes[i]);
-    for (int64_t j = 0; j < sizes[i]; ++j) c.inputs.back()[j] = dist(rng);
-    pointers.push_back(c.inputs.back().data());
-  }
-  c.expected = reference::evaluate(op, shape, pointers);
-  return c;
-}
-
-// Runs `kernel` on `c` with a poisoned output; returns the relative error (NaN if
-// any output element is not finite, e.g. never written).
-double run_case(const runtime::Kernel& kernel, const std::vector<int64_t>& shape, const Case& c) {
-  std::vector<runtime::ConstTensor> args;
-  runtime::AlignedBuffer packed;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    if (kernel.needs_prepack() && static_cast<int>(i) == kernel.prepacked_input()) {
-      packed = kernel.prepack(shape, {c.inputs[i].data(), c.inputs[i].size()});
-      args.push_back({packed.data(), packed.size()});
-    } else {
-      args.push_back({c.inputs[i].data(), c.inputs[i].size()});
-    }
-  }
-  runtime::AlignedBuffer out(static_cast<int64_t>(c.expected.size()));
-  for (int64_t i = 0; i < out.size(); ++i) out[i] = std::numeric_limits<float>::quiet_NaN();
-  kernel.run(shape, args, {out.data(), out.size()});
-  return reference::relative_error(out.data(), c.expected);
-}
-
 int run_verify(const VerifyOptions& o) {
   if (o.threads < 0) user_error("--threads {}: expected >= 1", o.threads);
   if (o.threads > 0) runtime::ThreadPool::global().set_num_threads(o.threads);
@@ -87,14 +47,14 @@ int run_verify(const VerifyOptions& o) {
   } else {
     for (int i = 0; i < o.schedules; ++i) schedules.push_back(schedule::random_schedule(rng, isa, op));
   }
-  std::vector<Case> cases;
-  for (int64_t m : m_values) cases.push_back(make_case(op, o.op.shape_for(m), rng));
+  std::vector<reference::CheckCase> cases;
+  for (int64_t m : m_values) cases.push_back(reference::make_check_case(op, o.op.shape_for(m), rng));
 
   int passed = 0, failed = 0;
   for (const schedule::MicroKernelSchedule& s : schedules) {
     runtime::Kernel kernel = runtime::Kernel::compile(op, s);
     for (size_t i = 0; i < m_values.size(); ++i) {
-      double err = run_case(kernel, o.op.shape_for(m_values[i]), cases[i]);
+      double err = reference::run_check_case(kernel, cases[i]);
       if (err <= o.tolerance) {
         ++passed;
         continue;

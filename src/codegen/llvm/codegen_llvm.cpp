@@ -13,8 +13,7 @@ namespace dietcode::codegen {
 using namespace ir;
 
 FunctionEmitter::FunctionEmitter(llvm::Module& module, const CpuTarget& target)
-    : module_(module), ctx_(module.getContext()), target_(target), b_(module.getContext()),
-      vector_width_(static_cast<unsigned>(schedule::vector_isa(target.isa).width)) {}
+    : module_(module), ctx_(module.getContext()), target_(target), b_(module.getContext()) {}
 
 llvm::Function* FunctionEmitter::new_function(const std::string& name, llvm::FunctionType* type) {
   llvm::Function* f = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module_);

@@ -45,7 +45,6 @@ class FunctionEmitter {
   // Emits `for (i = begin; i < end; ++i) body(i)` and leaves the builder after it.
   void emit_loop(llvm::Value* begin, llvm::Value* end, const std::function<void(llvm::Value*)>& body,
                  const char* name);
-  unsigned vector_width() const { return vector_width_; }
 
  private:
   void emit_for(const ir::ForNode& f);
@@ -57,7 +56,6 @@ class FunctionEmitter {
   const CpuTarget& target_;
   llvm::IRBuilder<> b_;
   llvm::Function* function_ = nullptr;
-  unsigned vector_width_;
   int outlined_count_ = 0;
   std::string function_name_;
   std::unordered_map<const ir::VarNode*, llvm::Value*> vars_;

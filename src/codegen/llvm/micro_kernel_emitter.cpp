@@ -41,7 +41,7 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   llvm::IRBuilder<>& b = fe.builder();
   llvm::LLVMContext& ctx = b.getContext();
   llvm::Function* fn = b.GetInsertBlock()->getParent();
-  const unsigned W = fe.vector_width();
+  const unsigned W = static_cast<unsigned>(mk.vector_width);
   const int64_t MR = mk.mr, NR = mk.nr, V = NR / W;
   llvm::Type* f32 = b.getFloatTy();
   llvm::Type* i64 = b.getInt64Ty();

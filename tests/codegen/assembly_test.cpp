@@ -1,0 +1,56 @@
+// The vector code for each ISA, read from the assembly: the AVX-512 path is
+// generated and checked even on machines that cannot run it.
+#include <gtest/gtest.h>
+
+#include "codegen/llvm/jit.h"
+#include "lower/pipeline.h"
+#include "ops/dense.h"
+
+using namespace dietcode;
+
+namespace {
+
+std::string assembly_for(const std::string& isa, int64_t nr) {
+  schedule::MicroKernelSchedule s;
+  s.isa = isa;
+  s.mr = 6;
+  s.nr = nr;
+  s.kc = 256;
+  s.mc = 48;
+  s.nc = nr * 8;
+  s.unroll_k = 4;
+  s.pack_b = schedule::PackB::Prepacked;
+  lower::LoweredKernel k = lower::lower(ops::dense(1, 128, 768, 768), s);
+  return codegen::assembly_text(k, codegen::target_for_isa(isa));
+}
+
+int occurrences(const std::string& text, const std::string& word) {
+  int n = 0;
+  for (size_t p = text.find(word); p != std::string::npos; p = text.find(word, p + 1)) ++n;
+  return n;
+}
+
+// Lines with an FMA instruction on registers of the given kind ("ymm", "zmm").
+int fma_lines(const std::string& text, const std::string& reg) {
+  int n = 0;
+  for (size_t p = text.find("vfmadd"); p != std::string::npos; p = text.find("vfmadd", p + 1)) {
+    size_t end = text.find('\n', p);
+    n += text.substr(p, end - p).find(reg) != std::string::npos;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST(Assembly, Avx512TileUsesZmmFmas) {
+  std::string a = assembly_for("avx512", 64);  // 6 x 4 zmm accumulators
+  // 6 rows x 4 vectors x 4 unrolled k-steps in the main loop, plus the remainder loop.
+  EXPECT_GE(fma_lines(a, "zmm"), 6 * 4 * 4 + 6 * 4);
+  EXPECT_EQ(fma_lines(a, "ymm"), 0);
+}
+
+TEST(Assembly, Avx2TileUsesYmmAndNoZmm) {
+  std::string a = assembly_for("avx2", 16);  // 6 x 2 ymm accumulators
+  EXPECT_EQ(occurrences(a, "zmm"), 0);
+  EXPECT_GE(fma_lines(a, "ymm"), 6 * 2 * 4 + 6 * 2);
+}

@@ -1,0 +1,121 @@
+// Generated code against the float64 reference: >= 30 random micro-kernels per
+// operator, M over 1, primes, sizes just off tile multiples and sizes outside the
+// declared range [1, 128]; fresh random inputs, outputs poisoned with NaN.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include "codegen/llvm/target.h"
+#include "conv1d_op.h"
+#include "ops/batch_matmul.h"
+#include "ops/dense.h"
+#include "reference/check.h"
+#include "runtime/thread_pool.h"
+#include "schedule/random_schedule.h"
+
+using namespace dietcode;
+
+namespace {
+
+const std::vector<int64_t> kSizes{1, 2, 3, 5, 7, 8, 15, 16, 17, 31, 63, 64, 65, 127, 128, 129, 1000, 2048};
+constexpr int kSchedulesPerOperator = 30;
+constexpr double kTolerance = 1e-5;
+
+struct OperatorCase {
+  std::string name;
+  std::function<te::Operator()> make;
+};
+
+te::Operator batch_matmul_case(ops::Layout layout) {
+  te::ShapeVar m = te::shape_var("M", 1, 128);
+  return ops::batch_matmul({m}, 3, m.var, 24, 19, layout);
+}
+
+std::vector<OperatorCase> operator_cases() {
+  return {
+      {"dense", [] { return ops::dense(1, 128, 45, 37); }},
+      {"dense_bias", [] { return ops::dense(1, 128, 70, 29, ops::Epilogue::Bias); }},
+      {"dense_bias_relu", [] { return ops::dense(1, 128, 33, 40, ops::Epilogue::BiasRelu); }},
+      {"dense_bias_gelu", [] { return ops::dense(1, 128, 100, 23, ops::Epilogue::BiasGelu); }},
+      {"batch_matmul_NN", [] { return batch_matmul_case(ops::Layout::NN); }},
+      {"batch_matmul_NT", [] { return batch_matmul_case(ops::Layout::NT); }},
+      {"conv1d_implicit_gemm", [] { return dietcode::testing::conv1d(1, 128, 3, 3, 20); }},
+  };
+}
+
+std::vector<std::string> isas() {
+  std::vector<std::string> v{"avx2"};
+  if (codegen::host_supports("avx512")) v.push_back("avx512");
+  return v;
+}
+
+class GeneratedCode : public ::testing::TestWithParam<std::tuple<OperatorCase, std::string>> {};
+
+TEST_P(GeneratedCode, MatchesReferenceForEveryShape) {
+  const auto& [op_case, isa] = GetParam();
+  te::Operator op = op_case.make();
+  std::mt19937_64 rng(std::hash<std::string>{}(op_case.name + isa));
+  std::vector<reference::CheckCase> cases;
+  for (int64_t m : kSizes) cases.push_back(reference::make_check_case(op, {m}, rng));
+  for (int i = 0; i < kSchedulesPerOperator; ++i) {
+    schedule::MicroKernelSchedule s = schedule::random_schedule(rng, isa, op);
+    runtime::Kernel kernel = runtime::Kernel::compile(op, s);
+    for (const reference::CheckCase& c : cases) {
+      double err = reference::run_check_case(kernel, c);
+      ASSERT_LE(err, kTolerance) << op_case.name << " M=" << c.shape[0]
+                                 << " schedule=" << schedule::to_json_text(s);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOperators, GeneratedCode,
+                         ::testing::Combine(::testing::ValuesIn(operator_cases()), ::testing::ValuesIn(isas())),
+                         [](const auto& info) {
+                           return std::get<0>(info.param).name + "_" + std::get<1>(info.param);
+                         });
+
+schedule::MicroKernelSchedule parallel_schedule() {
+  schedule::MicroKernelSchedule s;
+  s.isa = codegen::host_target().isa;
+  s.mr = 4;
+  s.nr = s.isa == "avx512" ? 32 : 16;
+  s.kc = 40;
+  s.mc = 8;
+  s.nc = s.nr * 2;
+  s.parallel = "m";
+  s.pack_b = schedule::PackB::Prepacked;
+  return s;
+}
+
+TEST(Runtime, OneKernelCalledFromManyThreadsAtOnce) {
+  te::Operator op = ops::dense(1, 128, 96, 77, ops::Epilogue::BiasGelu);
+  runtime::Kernel kernel = runtime::Kernel::compile(op, parallel_schedule());
+  std::mt19937_64 rng(11);
+  std::vector<reference::CheckCase> cases;
+  for (int64_t m : {1, 9, 50, 128, 300, 77}) cases.push_back(reference::make_check_case(op, {m}, rng));
+  std::vector<double> errors(cases.size() * 20);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < cases.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 20; ++rep) errors[t * 20 + rep] = reference::run_check_case(kernel, cases[t]);
+    });
+  for (std::thread& t : threads) t.join();
+  for (double e : errors) EXPECT_LE(e, kTolerance);
+}
+
+TEST(Runtime, ResultsDoNotDependOnThreadCount) {
+  te::Operator op = ops::dense(1, 128, 64, 100, ops::Epilogue::Bias);
+  runtime::Kernel kernel = runtime::Kernel::compile(op, parallel_schedule());
+  std::mt19937_64 rng(12);
+  reference::CheckCase c = reference::make_check_case(op, {123}, rng);
+  runtime::ThreadPool& pool = runtime::ThreadPool::global();
+  int original = pool.num_threads();
+  for (int threads : {1, 2, 3}) {
+    pool.set_num_threads(threads);
+    EXPECT_LE(reference::run_check_case(kernel, c), kTolerance) << threads << " threads";
+  }
+  pool.set_num_threads(original);
+}
+
+}  // namespace

@@ -1,0 +1,102 @@
+// Unit tests of lowering: the passes produce the structure the schedule asks for.
+#include <gtest/gtest.h>
+
+#include "conv1d_op.h"
+#include "ir/visit.h"
+#include "lower/pipeline.h"
+#include "ops/contraction.h"
+#include "ops/dense.h"
+#include "test_support.h"
+
+using namespace dietcode;
+
+namespace {
+
+schedule::MicroKernelSchedule schedule_for_dense() {
+  schedule::MicroKernelSchedule s;
+  s.isa = "avx2";
+  s.mr = 6;
+  s.nr = 16;
+  s.kc = 128;
+  s.mc = 24;
+  s.nc = 64;
+  s.parallel = "m";
+  return s;
+}
+
+int count(const ir::Stmt& s, ir::StmtKind kind) {
+  int n = 0;
+  ir::visit_stmts(s, [&](const ir::Stmt& x) { n += x.kind() == kind; });
+  return n;
+}
+
+}  // namespace
+
+TEST(Contraction, FindsAxesOperandsAndEpilogue) {
+  ops::Contraction c = ops::match_contraction(ops::dense(1, 128, 2304, 768, ops::Epilogue::BiasGelu));
+  EXPECT_EQ(c.a.tensor.name(), "X");
+  EXPECT_EQ(c.b.tensor.name(), "W");
+  EXPECT_TRUE(c.b.constant);
+  EXPECT_EQ(c.bias.tensor.name(), "bias");
+  EXPECT_EQ(c.activation, ir::Activation::Gelu);
+  EXPECT_TRUE(c.batch_axes.empty());
+}
+
+TEST(Lower, PassesAreLoggedInOrder) {
+  std::vector<std::string> passes;
+  lower::lower(ops::dense(1, 128, 256, 256), schedule_for_dense(),
+               [&](const std::string& pass, const std::string&) { passes.push_back(pass); });
+  EXPECT_EQ(passes, (std::vector<std::string>{"reference_loops", "build_loop_nest", "mark_parallel",
+                                              "insert_packing", "simplify"}));
+}
+
+TEST(Lower, PackedScheduleHasPanelsMicroKernelAndOneParallelLoop) {
+  lower::LoweredKernel k = lower::lower(ops::dense(1, 128, 256, 256), schedule_for_dense());
+  EXPECT_EQ(count(k.compute.body, ir::StmtKind::PackStage), 0) << "insert_packing leaves no markers";
+  EXPECT_EQ(count(k.compute.body, ir::StmtKind::MicroKernel), 1);
+  EXPECT_EQ(count(k.compute.body, ir::StmtKind::Allocate), 2);
+  int parallel = 0;
+  ir::visit_stmts(k.compute.body, [&](const ir::Stmt& s) {
+    if (const auto* f = s.as<ir::ForNode>()) parallel += f->for_kind == ir::ForKind::Parallel;
+  });
+  EXPECT_EQ(parallel, 1);
+  EXPECT_FALSE(k.prepacked_b);
+}
+
+TEST(Lower, PanelsPackedInsideTheParallelLoopAreAllocatedPerTask) {
+  // Order n, k, m with parallel m: B is packed once, outside; A per task, inside.
+  lower::LoweredKernel k = lower::lower(ops::dense(1, 128, 256, 256), schedule_for_dense());
+  const ir::Stmt& body = k.compute.body;
+  ASSERT_EQ(body.kind(), ir::StmtKind::Allocate);
+  EXPECT_EQ(body.as<ir::AllocateNode>()->buffer.name(), "W_panel");
+  bool a_inside_parallel = false;
+  ir::visit_stmts(body, [&](const ir::Stmt& s) {
+    const auto* f = s.as<ir::ForNode>();
+    if (f && f->for_kind == ir::ForKind::Parallel && f->body.as<ir::AllocateNode>())
+      a_inside_parallel = f->body.as<ir::AllocateNode>()->buffer.name() == "X_panel";
+  });
+  EXPECT_TRUE(a_inside_parallel);
+}
+
+TEST(Lower, PrepackedScheduleProducesAPrepackProgram) {
+  schedule::MicroKernelSchedule s = schedule_for_dense();
+  s.pack_b = schedule::PackB::Prepacked;
+  s.pack_a = schedule::PackA::Direct;
+  lower::LoweredKernel k = lower::lower(ops::dense(1, 128, 250, 256), s);
+  EXPECT_TRUE(k.prepacked_b);
+  EXPECT_EQ(k.prepacked_input, 1);
+  EXPECT_EQ(k.compute.buffers[1].name(), "W_packed");
+  EXPECT_EQ(count(k.compute.body, ir::StmtKind::Allocate), 0) << "nothing is packed per call";
+  // N = 250 padded to 256 (a multiple of NR = 16), times K = 256.
+  EXPECT_EQ(ir::evaluate_int(k.packed_b_size, {}), 256 * 256);
+}
+
+TEST(Lower, ArbitraryContractionLowersWithoutChanges) {
+  te::Operator op = dietcode::testing::conv1d(1, 64, 3, 5, 32);
+  schedule::MicroKernelSchedule s = schedule_for_dense();
+  s.kc = 15;
+  s.nc = 32;
+  EXPECT_NO_THROW(lower::lower(op, s));
+  s.pack_a = schedule::PackA::Direct;
+  EXPECT_USER_ERROR(lower::lower(op, s), "not affine");
+}
