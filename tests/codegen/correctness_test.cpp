@@ -27,6 +27,8 @@ struct OperatorCase {
   std::function<te::Operator()> make;
 };
 
+void PrintTo(const OperatorCase& c, std::ostream* os) { *os << c.name; }
+
 te::Operator batch_matmul_case(ops::Layout layout) {
   te::ShapeVar m = te::shape_var("M", 1, 128);
   return ops::batch_matmul({m}, 3, m.var, 24, 19, layout);
