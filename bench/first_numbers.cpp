@@ -41,7 +41,9 @@ schedule::MicroKernelSchedule hand_picked(const std::string& isa) {
   return s;
 }
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 double max_rel_err(const std::vector<float>& got, const std::vector<double>& want) {
   double num = 0, den = 0;
@@ -66,7 +68,8 @@ int main() {
   std::vector<double> compile_times{kernel.compile_seconds()};
   std::mt19937_64 rng(7);
   for (int i = 0; i < 15; ++i)
-    compile_times.push_back(runtime::Kernel::compile(op, schedule::random_schedule(rng, isa, op)).compile_seconds());
+    compile_times.push_back(
+        runtime::Kernel::compile(op, schedule::random_schedule(rng, isa, op)).compile_seconds());
   std::sort(compile_times.begin(), compile_times.end());
 
   std::uniform_real_distribution<float> dist(-1, 1);
@@ -74,9 +77,10 @@ int main() {
   for (float& v : w) v = dist(rng);
   runtime::AlignedBuffer packed = kernel.prepack({1}, {w.data(), static_cast<int64_t>(w.size())});
 
-  fmt::print("dense N={} K={}, 1 thread, host {} ({}), schedule {}\n", kN, kK, codegen::host_target().cpu, isa,
-             schedule::to_json_text(s));
-  fmt::print("{:>6} {:>14} {:>14} {:>8} {:>12}\n", "M", "dietcode GF/s", "OpenBLAS GF/s", "ratio", "rel err");
+  fmt::print("dense N={} K={}, 1 thread, host {} ({}), schedule {}\n", kN, kK,
+             codegen::host_target().cpu, isa, schedule::to_json_text(s));
+  fmt::print("{:>6} {:>14} {:>14} {:>8} {:>12}\n", "M", "dietcode GF/s", "OpenBLAS GF/s", "ratio",
+             "rel err");
   for (int64_t m : {1, 16, 64, 128, 512}) {
     std::vector<float> x(m * kK), y(m * kN), y_blas(m * kN);
     for (float& v : x) v = dist(rng);
@@ -91,8 +95,8 @@ int main() {
       kernel.run({m}, {{x.data(), m * kK}, {packed.data(), packed.size()}}, {y.data(), m * kN});
     };
     auto run_blas = [&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, kN, kK, 1.0f, x.data(), kK, w.data(), kK, 0.0f,
-                  y_blas.data(), kN);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, kN, kK, 1.0f, x.data(), kK, w.data(),
+                  kK, 0.0f, y_blas.data(), kN);
     };
     std::fill(y.begin(), y.end(), NAN);
     run_ours();
@@ -117,11 +121,14 @@ int main() {
     }
     std::nth_element(ours.begin(), ours.begin() + ours.size() / 2, ours.end());
     std::nth_element(blas.begin(), blas.begin() + blas.size() / 2, blas.end());
-    double g_ours = flops / ours[ours.size() / 2] * 1e-9, g_blas = flops / blas[blas.size() / 2] * 1e-9;
-    fmt::print("{:>6} {:>14.1f} {:>14.1f} {:>8.2f} {:>12.2g}\n", m, g_ours, g_blas, g_ours / g_blas, err);
+    double g_ours = flops / ours[ours.size() / 2] * 1e-9,
+           g_blas = flops / blas[blas.size() / 2] * 1e-9;
+    fmt::print("{:>6} {:>14.1f} {:>14.1f} {:>8.2f} {:>12.2g}\n", m, g_ours, g_blas, g_ours / g_blas,
+               err);
   }
-  fmt::print("JIT compile time per kernel: median {:.1f} ms over {} kernels (min {:.1f}, max {:.1f})\n",
-             compile_times[compile_times.size() / 2] * 1e3, compile_times.size(), compile_times.front() * 1e3,
-             compile_times.back() * 1e3);
+  fmt::print(
+      "JIT compile time per kernel: median {:.1f} ms over {} kernels (min {:.1f}, max {:.1f})\n",
+      compile_times[compile_times.size() / 2] * 1e3, compile_times.size(),
+      compile_times.front() * 1e3, compile_times.back() * 1e3);
   return 0;
 }

@@ -14,12 +14,14 @@ inline te::Operator conv1d(int64_t l_min, int64_t l_max, int64_t C, int64_t R, i
   ir::Expr l = L.var;
   te::Input x = te::input("X", {l + (R - 1), ir::Expr(C)});
   te::Input w = te::input("W", {ir::Expr(F), ir::Expr(R * C)}, /*constant=*/true);
-  te::ComputeOp out = te::compute("out", {l, ir::Expr(F)}, {"l", "f"}, [&](const std::vector<ir::Var>& ax) {
-    ir::Var k("k");
-    return ir::reduce_sum(k, R * C,
-                          ir::load(x.tensor, {ir::Expr(ax[0]) + ir::Expr(k) / C, ir::Expr(k) % C}) *
-                              ir::load(w.tensor, {ax[1], k}));
-  });
+  te::ComputeOp out =
+      te::compute("out", {l, ir::Expr(F)}, {"l", "f"}, [&](const std::vector<ir::Var>& ax) {
+        ir::Var k("k");
+        return ir::reduce_sum(
+            k, R * C,
+            ir::load(x.tensor, {ir::Expr(ax[0]) + ir::Expr(k) / C, ir::Expr(k) % C}) *
+                ir::load(w.tensor, {ax[1], k}));
+      });
   return te::Operator{"conv1d", {L}, {x, w}, out};
 }
 

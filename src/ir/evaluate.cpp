@@ -20,9 +20,12 @@ int64_t evaluate_int(const Expr& e, const Bindings& bindings) {
   int64_t x = evaluate_int(b->a, bindings);
   int64_t y = evaluate_int(b->b, bindings);
   switch (e.kind()) {
-    case ExprKind::Add: return x + y;
-    case ExprKind::Sub: return x - y;
-    case ExprKind::Mul: return x * y;
+    case ExprKind::Add:
+      return x + y;
+    case ExprKind::Sub:
+      return x - y;
+    case ExprKind::Mul:
+      return x * y;
     case ExprKind::Div:
     case ExprKind::Mod: {
       DC_INTERNAL_CHECK(y != 0, "division by zero in {}", to_string(e));
@@ -30,13 +33,20 @@ int64_t evaluate_int(const Expr& e, const Bindings& bindings) {
       if (x % y != 0 && ((x < 0) != (y < 0))) --q;
       return e.kind() == ExprKind::Div ? q : x - q * y;
     }
-    case ExprKind::Min: return std::min(x, y);
-    case ExprKind::Max: return std::max(x, y);
-    case ExprKind::LT: return x < y;
-    case ExprKind::LE: return x <= y;
-    case ExprKind::EQ: return x == y;
-    case ExprKind::And: return x && y;
-    default: break;
+    case ExprKind::Min:
+      return std::min(x, y);
+    case ExprKind::Max:
+      return std::max(x, y);
+    case ExprKind::LT:
+      return x < y;
+    case ExprKind::LE:
+      return x <= y;
+    case ExprKind::EQ:
+      return x == y;
+    case ExprKind::And:
+      return x && y;
+    default:
+      break;
   }
   internal_error(__FILE__, __LINE__, "cannot evaluate " + to_string(e));
 }

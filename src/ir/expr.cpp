@@ -9,8 +9,9 @@ namespace dietcode::ir {
 
 const char* to_string(ExprKind kind) {
   switch (kind) {
-#define DC_NAME(name) \
-  case ExprKind::name: return #name;
+#define DC_NAME(name)  \
+  case ExprKind::name: \
+    return #name;
     DC_EXPR_NODES(DC_NAME)
 #undef DC_NAME
   }
@@ -19,15 +20,19 @@ const char* to_string(ExprKind kind) {
 
 const char* to_string(CallOp op) {
   switch (op) {
-    case CallOp::Relu: return "relu";
-    case CallOp::Gelu: return "gelu";
+    case CallOp::Relu:
+      return "relu";
+    case CallOp::Gelu:
+      return "gelu";
   }
   return "?";
 }
 
 Expr::Expr(int64_t value) : node_(std::make_shared<const IntImmNode>(value)) {}
 
-Expr make_float(double value) { return Expr(std::make_shared<const FloatImmNode>(value)); }
+Expr make_float(double value) {
+  return Expr(std::make_shared<const FloatImmNode>(value));
+}
 
 const int64_t* as_const_int(const Expr& e) {
   const auto* imm = e.defined() ? e.as<IntImmNode>() : nullptr;
@@ -54,9 +59,17 @@ bool is_comparison(ExprKind k) {
 
 const BinaryNode* as_binary(const Expr& e) {
   switch (e.kind()) {
-    case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div:
-    case ExprKind::Mod: case ExprKind::Min: case ExprKind::Max: case ExprKind::LT:
-    case ExprKind::LE: case ExprKind::EQ: case ExprKind::And:
+    case ExprKind::Add:
+    case ExprKind::Sub:
+    case ExprKind::Mul:
+    case ExprKind::Div:
+    case ExprKind::Mod:
+    case ExprKind::Min:
+    case ExprKind::Max:
+    case ExprKind::LT:
+    case ExprKind::LE:
+    case ExprKind::EQ:
+    case ExprKind::And:
       return static_cast<const BinaryNode*>(e.get());
     default:
       return nullptr;
@@ -76,14 +89,24 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
   if (ca && cb) {
     int64_t x = *ca, y = *cb;
     switch (kind) {
-      case ExprKind::Add: return x + y;
-      case ExprKind::Sub: return x - y;
-      case ExprKind::Mul: return x * y;
-      case ExprKind::Div: DC_INTERNAL_CHECK(y != 0, "division by zero"); return floor_div(x, y);
-      case ExprKind::Mod: DC_INTERNAL_CHECK(y != 0, "modulo by zero"); return x - floor_div(x, y) * y;
-      case ExprKind::Min: return std::min(x, y);
-      case ExprKind::Max: return std::max(x, y);
-      default: break;
+      case ExprKind::Add:
+        return x + y;
+      case ExprKind::Sub:
+        return x - y;
+      case ExprKind::Mul:
+        return x * y;
+      case ExprKind::Div:
+        DC_INTERNAL_CHECK(y != 0, "division by zero");
+        return floor_div(x, y);
+      case ExprKind::Mod:
+        DC_INTERNAL_CHECK(y != 0, "modulo by zero");
+        return x - floor_div(x, y) * y;
+      case ExprKind::Min:
+        return std::min(x, y);
+      case ExprKind::Max:
+        return std::max(x, y);
+      default:
+        break;
     }
   }
   if (a.type() == Type::Int) {
@@ -97,8 +120,9 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
     if (kind == ExprKind::Sub && a.same_as(b)) return 0;
     if ((kind == ExprKind::Min || kind == ExprKind::Max) && a.same_as(b)) return a;
     // Keep constants on the right of commutative operators.
-    if (ca && !cb && (kind == ExprKind::Add || kind == ExprKind::Mul || kind == ExprKind::Min ||
-                      kind == ExprKind::Max))
+    if (ca && !cb &&
+        (kind == ExprKind::Add || kind == ExprKind::Mul || kind == ExprKind::Min ||
+         kind == ExprKind::Max))
       std::swap(a, b);
   }
   Type type = is_comparison(kind) ? Type::Bool : a.type();
@@ -127,7 +151,8 @@ Expr call(CallOp op, std::vector<Expr> args) {
 
 Expr reduce_sum(Var axis, Expr extent, Expr body) {
   DC_INTERNAL_CHECK(body.type() == Type::Float, "reduce_sum of a non-float body");
-  return Expr(std::make_shared<const ReduceNode>(std::move(axis), std::move(extent), std::move(body)));
+  return Expr(
+      std::make_shared<const ReduceNode>(std::move(axis), std::move(extent), std::move(body)));
 }
 
 bool uses_var(const Expr& e, const VarNode* var) {
@@ -139,8 +164,8 @@ bool uses_var(const Expr& e, const VarNode* var) {
 }
 
 Expr flatten_index(const Buffer& buffer, const std::vector<Expr>& indices) {
-  DC_INTERNAL_CHECK(indices.size() == buffer.rank(), "flattening {} indices of {}",
-                    indices.size(), buffer.name());
+  DC_INTERNAL_CHECK(indices.size() == buffer.rank(), "flattening {} indices of {}", indices.size(),
+                    buffer.name());
   Expr offset = 0;
   for (size_t d = 0; d < indices.size(); ++d) offset = offset * buffer.shape()[d] + indices[d];
   return offset;

@@ -137,14 +137,17 @@ class Buffer {
 // Add, Sub, Mul, Div (floor), Mod (floor), Min, Max, LT, LE, EQ, And.
 struct BinaryNode : ExprNode {
   Expr a, b;
-  BinaryNode(ExprKind k, Type t, Expr a_, Expr b_) : ExprNode(k, t), a(std::move(a_)), b(std::move(b_)) {}
+  BinaryNode(ExprKind k, Type t, Expr a_, Expr b_)
+      : ExprNode(k, t), a(std::move(a_)), b(std::move(b_)) {}
 };
 
 struct SelectNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Select;
   Expr condition, true_value, false_value;
   SelectNode(Expr c, Expr t, Expr f)
-      : ExprNode(kKind, t.type()), condition(std::move(c)), true_value(std::move(t)),
+      : ExprNode(kKind, t.type()),
+        condition(std::move(c)),
+        true_value(std::move(t)),
         false_value(std::move(f)) {}
 };
 
@@ -164,7 +167,8 @@ struct CallNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Call;
   CallOp op;
   std::vector<Expr> args;
-  CallNode(CallOp o, std::vector<Expr> a) : ExprNode(kKind, Type::Float), op(o), args(std::move(a)) {}
+  CallNode(CallOp o, std::vector<Expr> a)
+      : ExprNode(kKind, Type::Float), op(o), args(std::move(a)) {}
 };
 
 // sum over axis in [0, extent) of body. Only tensor expressions contain it;
@@ -175,7 +179,10 @@ struct ReduceNode : ExprNode {
   Expr extent;
   Expr body;
   ReduceNode(Var ax, Expr ext, Expr b)
-      : ExprNode(kKind, Type::Float), axis(std::move(ax)), extent(std::move(ext)), body(std::move(b)) {}
+      : ExprNode(kKind, Type::Float),
+        axis(std::move(ax)),
+        extent(std::move(ext)),
+        body(std::move(b)) {}
 };
 
 // ---- constructors (fold constants; validate operand types) ---------------------
@@ -187,19 +194,43 @@ Expr load(const Buffer& buffer, std::vector<Expr> indices);
 Expr call(CallOp op, std::vector<Expr> args);
 Expr reduce_sum(Var axis, Expr extent, Expr body);
 
-inline Expr operator+(Expr a, Expr b) { return make_binary(ExprKind::Add, std::move(a), std::move(b)); }
-inline Expr operator-(Expr a, Expr b) { return make_binary(ExprKind::Sub, std::move(a), std::move(b)); }
-inline Expr operator*(Expr a, Expr b) { return make_binary(ExprKind::Mul, std::move(a), std::move(b)); }
-inline Expr operator/(Expr a, Expr b) { return make_binary(ExprKind::Div, std::move(a), std::move(b)); }
-inline Expr operator%(Expr a, Expr b) { return make_binary(ExprKind::Mod, std::move(a), std::move(b)); }
-inline Expr operator<(Expr a, Expr b) { return make_binary(ExprKind::LT, std::move(a), std::move(b)); }
-inline Expr operator<=(Expr a, Expr b) { return make_binary(ExprKind::LE, std::move(a), std::move(b)); }
-inline Expr operator&&(Expr a, Expr b) { return make_binary(ExprKind::And, std::move(a), std::move(b)); }
-inline Expr min(Expr a, Expr b) { return make_binary(ExprKind::Min, std::move(a), std::move(b)); }
-inline Expr max(Expr a, Expr b) { return make_binary(ExprKind::Max, std::move(a), std::move(b)); }
-inline Expr eq(Expr a, Expr b) { return make_binary(ExprKind::EQ, std::move(a), std::move(b)); }
+inline Expr operator+(Expr a, Expr b) {
+  return make_binary(ExprKind::Add, std::move(a), std::move(b));
+}
+inline Expr operator-(Expr a, Expr b) {
+  return make_binary(ExprKind::Sub, std::move(a), std::move(b));
+}
+inline Expr operator*(Expr a, Expr b) {
+  return make_binary(ExprKind::Mul, std::move(a), std::move(b));
+}
+inline Expr operator/(Expr a, Expr b) {
+  return make_binary(ExprKind::Div, std::move(a), std::move(b));
+}
+inline Expr operator%(Expr a, Expr b) {
+  return make_binary(ExprKind::Mod, std::move(a), std::move(b));
+}
+inline Expr operator<(Expr a, Expr b) {
+  return make_binary(ExprKind::LT, std::move(a), std::move(b));
+}
+inline Expr operator<=(Expr a, Expr b) {
+  return make_binary(ExprKind::LE, std::move(a), std::move(b));
+}
+inline Expr operator&&(Expr a, Expr b) {
+  return make_binary(ExprKind::And, std::move(a), std::move(b));
+}
+inline Expr min(Expr a, Expr b) {
+  return make_binary(ExprKind::Min, std::move(a), std::move(b));
+}
+inline Expr max(Expr a, Expr b) {
+  return make_binary(ExprKind::Max, std::move(a), std::move(b));
+}
+inline Expr eq(Expr a, Expr b) {
+  return make_binary(ExprKind::EQ, std::move(a), std::move(b));
+}
 // ceil(a / b) for non-negative a and positive b.
-inline Expr ceil_div(Expr a, Expr b) { return (a + (b - 1)) / b; }
+inline Expr ceil_div(Expr a, Expr b) {
+  return (a + (b - 1)) / b;
+}
 
 // The node of Add..And expressions, or null for other kinds.
 const BinaryNode* as_binary(const Expr& e);

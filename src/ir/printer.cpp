@@ -11,26 +11,46 @@ namespace {
 // Binding strength, for minimal parentheses.
 int precedence(const Expr& e) {
   switch (e.kind()) {
-    case ExprKind::And: return 1;
-    case ExprKind::LT: case ExprKind::LE: case ExprKind::EQ: return 2;
-    case ExprKind::Add: case ExprKind::Sub: return 3;
-    case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod: return 4;
-    default: return 5;
+    case ExprKind::And:
+      return 1;
+    case ExprKind::LT:
+    case ExprKind::LE:
+    case ExprKind::EQ:
+      return 2;
+    case ExprKind::Add:
+    case ExprKind::Sub:
+      return 3;
+    case ExprKind::Mul:
+    case ExprKind::Div:
+    case ExprKind::Mod:
+      return 4;
+    default:
+      return 5;
   }
 }
 
 const char* infix(ExprKind k) {
   switch (k) {
-    case ExprKind::Add: return " + ";
-    case ExprKind::Sub: return " - ";
-    case ExprKind::Mul: return "*";
-    case ExprKind::Div: return "/";
-    case ExprKind::Mod: return " % ";
-    case ExprKind::LT: return " < ";
-    case ExprKind::LE: return " <= ";
-    case ExprKind::EQ: return " == ";
-    case ExprKind::And: return " && ";
-    default: return nullptr;
+    case ExprKind::Add:
+      return " + ";
+    case ExprKind::Sub:
+      return " - ";
+    case ExprKind::Mul:
+      return "*";
+    case ExprKind::Div:
+      return "/";
+    case ExprKind::Mod:
+      return " % ";
+    case ExprKind::LT:
+      return " < ";
+    case ExprKind::LE:
+      return " <= ";
+    case ExprKind::EQ:
+      return " == ";
+    case ExprKind::And:
+      return " && ";
+    default:
+      return nullptr;
   }
 }
 
@@ -110,15 +130,16 @@ void print(const Stmt& s, int indent, std::string& out) {
       out += fmt::format("{}micro_kernel<{}x{}, unroll {}>(k < {}, valid {} x {})\n", pad, n->mr,
                          n->nr, n->unroll_k, to_string(n->k_extent), to_string(n->m_valid),
                          to_string(n->n_valid));
-      out += fmt::format("{}  A: {}\n{}  B: {}\n", pad, operand_text(n->a), pad, operand_text(n->b));
+      out +=
+          fmt::format("{}  A: {}\n{}  B: {}\n", pad, operand_text(n->a), pad, operand_text(n->b));
       out += fmt::format("{}  C: {}[{} + r*{} + c], first k-block: {}, last k-block: {}\n", pad,
                          n->c.name(), to_string(n->c_offset), to_string(n->c_row_stride),
                          to_string(n->first_k_block), to_string(n->last_k_block));
       if (n->bias.defined() || n->activation != Activation::None)
         out += fmt::format("{}  epilogue: {}{}\n", pad,
-                           n->bias.defined()
-                               ? fmt::format("+ {}[{} + c], ", n->bias.name(), to_string(n->bias_offset))
-                               : "",
+                           n->bias.defined() ? fmt::format("+ {}[{} + c], ", n->bias.name(),
+                                                           to_string(n->bias_offset))
+                                             : "",
                            to_string(n->activation));
       break;
     }
@@ -135,10 +156,14 @@ std::string to_string(const Expr& e) {
     return operand(b->a, p, false) + op + operand(b->b, p, true);
   }
   switch (e.kind()) {
-    case ExprKind::IntImm: return std::to_string(e.as<IntImmNode>()->value);
-    case ExprKind::FloatImm: return fmt::format("{}f", e.as<FloatImmNode>()->value);
-    case ExprKind::Var: return e.as<VarNode>()->name;
-    case ExprKind::Min: case ExprKind::Max: {
+    case ExprKind::IntImm:
+      return std::to_string(e.as<IntImmNode>()->value);
+    case ExprKind::FloatImm:
+      return fmt::format("{}f", e.as<FloatImmNode>()->value);
+    case ExprKind::Var:
+      return e.as<VarNode>()->name;
+    case ExprKind::Min:
+    case ExprKind::Max: {
       const BinaryNode* b = as_binary(e);
       return fmt::format("{}({}, {})", e.kind() == ExprKind::Min ? "min" : "max", to_string(b->a),
                          to_string(b->b));
@@ -158,9 +183,11 @@ std::string to_string(const Expr& e) {
     }
     case ExprKind::Reduce: {
       const auto* r = e.as<ReduceNode>();
-      return fmt::format("sum({} < {}: {})", r->axis.name(), to_string(r->extent), to_string(r->body));
+      return fmt::format("sum({} < {}: {})", r->axis.name(), to_string(r->extent),
+                         to_string(r->body));
     }
-    default: return "?";
+    default:
+      return "?";
   }
 }
 

@@ -15,10 +15,13 @@ Expr simplify_root(const Expr& e) {
   const int64_t* inner_c = inner ? as_const_int(inner->b) : nullptr;
   if (cb && inner_c) {
     // (x + c1) + c2 -> x + (c1 + c2); (x + c1) - c2 -> x + (c1 - c2)
-    if (inner->kind == ExprKind::Add && e.kind() == ExprKind::Add) return inner->a + (*inner_c + *cb);
-    if (inner->kind == ExprKind::Add && e.kind() == ExprKind::Sub) return inner->a + (*inner_c - *cb);
+    if (inner->kind == ExprKind::Add && e.kind() == ExprKind::Add)
+      return inner->a + (*inner_c + *cb);
+    if (inner->kind == ExprKind::Add && e.kind() == ExprKind::Sub)
+      return inner->a + (*inner_c - *cb);
     // (x * c1) * c2 -> x * (c1 * c2)
-    if (inner->kind == ExprKind::Mul && e.kind() == ExprKind::Mul) return inner->a * (*inner_c * *cb);
+    if (inner->kind == ExprKind::Mul && e.kind() == ExprKind::Mul)
+      return inner->a * (*inner_c * *cb);
     // (x * c1) / c2 -> x * (c1 / c2) when c2 divides c1
     if (inner->kind == ExprKind::Mul && e.kind() == ExprKind::Div && *cb > 0 && *inner_c % *cb == 0)
       return inner->a * (*inner_c / *cb);

@@ -6,9 +6,12 @@ namespace dietcode::ir {
 
 const char* to_string(Activation a) {
   switch (a) {
-    case Activation::None: return "none";
-    case Activation::Relu: return "relu";
-    case Activation::Gelu: return "gelu";
+    case Activation::None:
+      return "none";
+    case Activation::Relu:
+      return "relu";
+    case Activation::Gelu:
+      return "gelu";
   }
   return "?";
 }
@@ -35,7 +38,8 @@ Stmt make_block(std::vector<Stmt> stmts) {
 
 Stmt make_let(Var var, Expr value, Stmt body) {
   DC_INTERNAL_CHECK(value.type() == Type::Int, "let {} of a non-integer", var.name());
-  return Stmt(std::make_shared<const LetStmtNode>(std::move(var), std::move(value), std::move(body)));
+  return Stmt(
+      std::make_shared<const LetStmtNode>(std::move(var), std::move(value), std::move(body)));
 }
 
 Stmt make_if(Expr condition, Stmt then_case, Stmt else_case) {
@@ -45,10 +49,11 @@ Stmt make_if(Expr condition, Stmt then_case, Stmt else_case) {
 }
 
 Stmt make_store(Buffer buffer, std::vector<Expr> indices, Expr value) {
-  DC_INTERNAL_CHECK(indices.size() == buffer.rank(), "store to {} with {} indices",
-                    buffer.name(), indices.size());
+  DC_INTERNAL_CHECK(indices.size() == buffer.rank(), "store to {} with {} indices", buffer.name(),
+                    indices.size());
   DC_INTERNAL_CHECK(value.type() == Type::Float, "store of a non-float to {}", buffer.name());
-  return Stmt(std::make_shared<const StoreNode>(std::move(buffer), std::move(indices), std::move(value)));
+  return Stmt(
+      std::make_shared<const StoreNode>(std::move(buffer), std::move(indices), std::move(value)));
 }
 
 Stmt make_allocate(Buffer buffer, Stmt body) {
@@ -66,23 +71,29 @@ Stmt make_micro_kernel(MicroKernelNode node) {
   DC_INTERNAL_CHECK(node.mr > 0 && node.nr > 0 && node.unroll_k > 0 && node.vector_width > 0 &&
                         node.nr % node.vector_width == 0,
                     "micro-kernel tile");
-  DC_INTERNAL_CHECK(node.first_k_block.type() == Type::Bool && node.last_k_block.type() == Type::Bool,
-                    "micro-kernel k-block flags must be boolean");
+  DC_INTERNAL_CHECK(
+      node.first_k_block.type() == Type::Bool && node.last_k_block.type() == Type::Bool,
+      "micro-kernel k-block flags must be boolean");
   return Stmt(std::make_shared<const MicroKernelNode>(std::move(node)));
 }
 
 std::vector<Stmt> stmt_children(const Stmt& s) {
   switch (s.kind()) {
-    case StmtKind::For: return {s.as<ForNode>()->body};
-    case StmtKind::Block: return s.as<BlockNode>()->stmts;
-    case StmtKind::LetStmt: return {s.as<LetStmtNode>()->body};
+    case StmtKind::For:
+      return {s.as<ForNode>()->body};
+    case StmtKind::Block:
+      return s.as<BlockNode>()->stmts;
+    case StmtKind::LetStmt:
+      return {s.as<LetStmtNode>()->body};
     case StmtKind::IfThenElse: {
       const auto* n = s.as<IfThenElseNode>();
       if (n->else_case.defined()) return {n->then_case, n->else_case};
       return {n->then_case};
     }
-    case StmtKind::Allocate: return {s.as<AllocateNode>()->body};
-    default: return {};
+    case StmtKind::Allocate:
+      return {s.as<AllocateNode>()->body};
+    default:
+      return {};
   }
 }
 

@@ -65,8 +65,12 @@ struct ForNode : StmtNode {
   ForKind for_kind;
   Stmt body;
   ForNode(Var v, Expr mn, Expr ext, ForKind k, Stmt b)
-      : StmtNode(kKind), var(std::move(v)), min(std::move(mn)), extent(std::move(ext)),
-        for_kind(k), body(std::move(b)) {}
+      : StmtNode(kKind),
+        var(std::move(v)),
+        min(std::move(mn)),
+        extent(std::move(ext)),
+        for_kind(k),
+        body(std::move(b)) {}
 };
 
 struct BlockNode : StmtNode {
@@ -89,7 +93,10 @@ struct IfThenElseNode : StmtNode {
   Expr condition;
   Stmt then_case, else_case;  // else_case may be undefined
   IfThenElseNode(Expr c, Stmt t, Stmt e)
-      : StmtNode(kKind), condition(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+      : StmtNode(kKind),
+        condition(std::move(c)),
+        then_case(std::move(t)),
+        else_case(std::move(e)) {}
 };
 
 struct StoreNode : StmtNode {
@@ -106,7 +113,8 @@ struct AllocateNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Allocate;
   Buffer buffer;  // flat; its shape[0] is the element count
   Stmt body;
-  AllocateNode(Buffer b, Stmt body_) : StmtNode(kKind), buffer(std::move(b)), body(std::move(body_)) {}
+  AllocateNode(Buffer b, Stmt body_)
+      : StmtNode(kKind), buffer(std::move(b)), body(std::move(body_)) {}
 };
 
 // Packs rows [row_begin, row_begin + row_extent) and reduction indices
@@ -151,7 +159,7 @@ struct MicroKernelNode : StmtNode {
   Expr c_offset, c_row_stride;
   Expr m_valid, n_valid;
   Expr first_k_block, last_k_block;  // booleans
-  Buffer bias;                        // undefined if none
+  Buffer bias;                       // undefined if none
   Expr bias_offset;
   Activation activation = Activation::None;
   MicroKernelNode() : StmtNode(kKind) {}

@@ -11,13 +11,16 @@ std::vector<Expr> children(const Expr& e) {
       const auto* s = e.as<SelectNode>();
       return {s->condition, s->true_value, s->false_value};
     }
-    case ExprKind::Load: return e.as<LoadNode>()->indices;
-    case ExprKind::Call: return e.as<CallNode>()->args;
+    case ExprKind::Load:
+      return e.as<LoadNode>()->indices;
+    case ExprKind::Call:
+      return e.as<CallNode>()->args;
     case ExprKind::Reduce: {
       const auto* r = e.as<ReduceNode>();
       return {r->extent, r->body};
     }
-    default: return {};
+    default:
+      return {};
   }
 }
 
@@ -29,11 +32,16 @@ Expr with_children(const Expr& e, const std::vector<Expr>& c) {
   if (same) return e;
   if (as_binary(e)) return make_binary(e.kind(), c[0], c[1]);
   switch (e.kind()) {
-    case ExprKind::Select: return select(c[0], c[1], c[2]);
-    case ExprKind::Load: return load(e.as<LoadNode>()->buffer, c);
-    case ExprKind::Call: return call(e.as<CallNode>()->op, c);
-    case ExprKind::Reduce: return reduce_sum(e.as<ReduceNode>()->axis, c[0], c[1]);
-    default: internal_error(__FILE__, __LINE__, "leaf with children");
+    case ExprKind::Select:
+      return select(c[0], c[1], c[2]);
+    case ExprKind::Load:
+      return load(e.as<LoadNode>()->buffer, c);
+    case ExprKind::Call:
+      return call(e.as<CallNode>()->op, c);
+    case ExprKind::Reduce:
+      return reduce_sum(e.as<ReduceNode>()->axis, c[0], c[1]);
+    default:
+      internal_error(__FILE__, __LINE__, "leaf with children");
   }
 }
 

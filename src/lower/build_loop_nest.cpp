@@ -22,7 +22,8 @@ struct BlockLoop {
 };
 
 BlockLoop make_block_loop(const std::string& axis, Expr extent, int64_t size) {
-  return BlockLoop{Var(axis + "_block"), Var(axis + "0"), Var(axis + "_len"), std::move(extent), size};
+  return BlockLoop{Var(axis + "_block"), Var(axis + "0"), Var(axis + "_len"), std::move(extent),
+                   size};
 }
 
 Stmt wrap_block_loop(const BlockLoop& l, Stmt body) {
@@ -36,8 +37,13 @@ Expr operand_offset(const ops::ContractionOperand& op, const VarMap& replacement
   return substitute(flatten_index(op.tensor, op.index), replacements);
 }
 
-PackStageNode pack_stage(const ops::ContractionOperand& op, const Var& row_axis, const Var& k_axis,
-                         Buffer panel, Expr panel_offset, int64_t width) {
+// The rows and reduction indices a pack stage copies.
+struct PackRange {
+  Expr row_begin, row_extent, row_limit, k_begin, k_extent;
+};
+
+Stmt pack_stage(const ops::ContractionOperand& op, const Var& row_axis, const Var& k_axis,
+                Buffer panel, Expr panel_offset, int64_t width, const PackRange& range) {
   PackStageNode p;
   p.panel = std::move(panel);
   p.panel_offset = std::move(panel_offset);
@@ -49,7 +55,12 @@ PackStageNode pack_stage(const ops::ContractionOperand& op, const Var& row_axis,
   for (const Expr& i : op.index) p.source_index.push_back(substitute(i, to_stage));
   auto form = affine_form(flatten_index(op.tensor, op.index), {k_axis});
   p.k_contiguous = form && is_const(form->coefficients[0], 1);
-  return p;
+  p.row_begin = range.row_begin;
+  p.row_extent = range.row_extent;
+  p.row_limit = range.row_limit;
+  p.k_begin = range.k_begin;
+  p.k_extent = range.k_extent;
+  return make_pack_stage(std::move(p));
 }
 
 }  // namespace
@@ -101,13 +112,8 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
     mk.b = TileOperand{nest.packed_b, Var(k.begin) * n_padded + col0 * Var(k.len), 1, s.nr};
     // The pre-packing program: every k-block of B, all of N, zero-padded to NR.
     BlockLoop pk = make_block_loop("k", c.k_extent, s.kc);
-    PackStageNode p = pack_stage(c.b, c.n, c.k, nest.packed_b, Var(pk.begin) * n_padded, s.nr);
-    p.row_begin = 0;
-    p.row_extent = c.n_extent;
-    p.row_limit = c.n_extent;
-    p.k_begin = Var(pk.begin);
-    p.k_extent = Var(pk.len);
-    Stmt stage = make_pack_stage(std::move(p));
+    Stmt stage = pack_stage(c.b, c.n, c.k, nest.packed_b, Var(pk.begin) * n_padded, s.nr,
+                            {0, c.n_extent, c.n_extent, Var(pk.begin), Var(pk.len)});
     nest.prepack = wrap_block_loop(pk, stage);
   }
   // C: the output is contiguous along n (the contraction matcher guarantees n is last).
@@ -116,8 +122,8 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
     auto form = affine_form(flatten_index(c.output, out_index), {c.m, c.n});
     DC_INTERNAL_CHECK(form && is_const(form->coefficients[1], 1), "output not contiguous along n");
     mk.c = c.output;
-    mk.c_offset = substitute(flatten_index(c.output, out_index),
-                             {{c.m.get(), row0}, {c.n.get(), col0}});
+    mk.c_offset =
+        substitute(flatten_index(c.output, out_index), {{c.m.get(), row0}, {c.n.get(), col0}});
     mk.c_row_stride = form->coefficients[0];
   }
   if (c.bias.tensor.defined()) {
@@ -134,27 +140,17 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
   auto position = [&](const std::string& axis) {
     return std::find(s.loop_order.begin(), s.loop_order.end(), axis) - s.loop_order.begin();
   };
-  auto level_of = [&](const std::string& x, const std::string& y) { return std::max(position(x), position(y)); };
+  auto level_of = [&](const std::string& x, const std::string& y) {
+    return std::max(position(x), position(y));
+  };
   for (int level = 2; level >= 0; --level) {
     std::vector<Stmt> stmts;
-    if (s.pack_b == PackB::PerBlock && level_of("n", "k") == level) {
-      PackStageNode p = pack_stage(c.b, c.n, c.k, b_panel, 0, s.nr);
-      p.row_begin = Var(n.begin);
-      p.row_extent = Var(n.len);
-      p.row_limit = c.n_extent;
-      p.k_begin = Var(k.begin);
-      p.k_extent = Var(k.len);
-      stmts.push_back(make_pack_stage(std::move(p)));
-    }
-    if (s.pack_a == PackA::Packed && level_of("m", "k") == level) {
-      PackStageNode p = pack_stage(c.a, c.m, c.k, a_panel, 0, s.mr);
-      p.row_begin = Var(m.begin);
-      p.row_extent = Var(m.len);
-      p.row_limit = c.m_extent;
-      p.k_begin = Var(k.begin);
-      p.k_extent = Var(k.len);
-      stmts.push_back(make_pack_stage(std::move(p)));
-    }
+    if (s.pack_b == PackB::PerBlock && level_of("n", "k") == level)
+      stmts.push_back(pack_stage(c.b, c.n, c.k, b_panel, 0, s.nr,
+                                 {Var(n.begin), Var(n.len), c.n_extent, Var(k.begin), Var(k.len)}));
+    if (s.pack_a == PackA::Packed && level_of("m", "k") == level)
+      stmts.push_back(pack_stage(c.a, c.m, c.k, a_panel, 0, s.mr,
+                                 {Var(m.begin), Var(m.len), c.m_extent, Var(k.begin), Var(k.len)}));
     stmts.push_back(body);
     const std::string& axis = s.loop_order[level];
     body = wrap_block_loop(axis == "n" ? n : axis == "k" ? k : m, make_block(std::move(stmts)));

@@ -22,9 +22,10 @@ Stmt expand(const PackStageNode& p) {
   Expr dest = p.panel_offset + Var(panel) * p.k_extent * width + Var(kk) * width + Var(lane);
   Stmt store = make_store(p.panel, {dest}, value);
   // Read the source along its contiguous dimension.
-  Stmt inner = p.k_contiguous
-                   ? make_for(lane, 0, width, ForKind::Serial, make_for(kk, 0, p.k_extent, ForKind::Serial, store))
-                   : make_for(kk, 0, p.k_extent, ForKind::Serial, make_for(lane, 0, width, ForKind::Serial, store));
+  Stmt inner = p.k_contiguous ? make_for(lane, 0, width, ForKind::Serial,
+                                         make_for(kk, 0, p.k_extent, ForKind::Serial, store))
+                              : make_for(kk, 0, p.k_extent, ForKind::Serial,
+                                         make_for(lane, 0, width, ForKind::Serial, store));
   return make_for(panel, 0, ceil_div(p.row_extent, width), ForKind::Serial, inner);
 }
 
@@ -50,7 +51,8 @@ Stmt lower_in_scope(const Stmt& s) {
   if (const auto* f = s.as<ForNode>(); f && f->for_kind == ForKind::Parallel) {
     std::vector<Buffer> panels;
     collect_panels(f->body, panels);
-    return make_for(f->var, f->min, f->extent, f->for_kind, allocate_all(panels, lower_in_scope(f->body)));
+    return make_for(f->var, f->min, f->extent, f->for_kind,
+                    allocate_all(panels, lower_in_scope(f->body)));
   }
   return map_stmt(s, lower_in_scope, [](const Expr& e) { return e; });
 }
@@ -63,7 +65,9 @@ void collect_panels_outside_parallel(const Stmt& s, std::vector<Buffer>& panels)
 
 }  // namespace
 
-Stmt expand_pack_stages(const Stmt& s) { return lower_in_scope(s); }
+Stmt expand_pack_stages(const Stmt& s) {
+  return lower_in_scope(s);
+}
 
 Stmt insert_packing(const Stmt& s) {
   std::vector<Buffer> shared_panels;

@@ -27,7 +27,7 @@ struct LoweredFunc {
 };
 
 struct LoweredKernel {
-  LoweredFunc compute;   // buffers: the operator's inputs, then its output
+  LoweredFunc compute;  // buffers: the operator's inputs, then its output
   bool prepacked_b = false;
   int prepacked_input = -1;  // which input `compute` reads in packed form
   LoweredFunc prepack;       // buffers: {B, B_packed}

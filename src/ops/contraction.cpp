@@ -27,9 +27,10 @@ Contraction match_contraction(const te::Operator& op) {
   c.output = comp.output;
   c.output_axes = comp.axes;
   auto unsupported = [&](const std::string& why) {
-    user_error("operator {}: {} is not a contraction this compiler schedules ({}); expected "
-               "act(sum_k A(.., m, k) * B(.., n, k) [+ bias(n)])",
-               op.name, ir::to_string(comp.body), why);
+    user_error(
+        "operator {}: {} is not a contraction this compiler schedules ({}); expected "
+        "act(sum_k A(.., m, k) * B(.., n, k) [+ bias(n)])",
+        op.name, ir::to_string(comp.body), why);
   };
 
   // Peel the epilogue: activation, then bias.
@@ -41,7 +42,8 @@ Contraction match_contraction(const te::Operator& op) {
   if (e.kind() == ir::ExprKind::Add) {
     const ir::BinaryNode* add = ir::as_binary(e);
     const auto* bias = add->b.as<ir::LoadNode>();
-    if (!bias || add->a.kind() != ir::ExprKind::Reduce) unsupported("the sum is not plain reduce + bias");
+    if (!bias || add->a.kind() != ir::ExprKind::Reduce)
+      unsupported("the sum is not plain reduce + bias");
     c.bias = ContractionOperand{bias->buffer, bias->indices,
                                 op.inputs[input_position(op, bias->buffer)].constant};
     e = add->a;
@@ -82,13 +84,15 @@ Contraction match_contraction(const te::Operator& op) {
   if (!found_m) unsupported("no output axis belongs to the first operand alone");
   if (!index_uses(x->indices, c.k) || !index_uses(y->indices, c.k))
     unsupported("both operands must read the reduction axis");
-  c.a = ContractionOperand{x->buffer, x->indices, op.inputs[input_position(op, x->buffer)].constant};
+  c.a =
+      ContractionOperand{x->buffer, x->indices, op.inputs[input_position(op, x->buffer)].constant};
   c.b_input_index = input_position(op, y->buffer);
   c.b = ContractionOperand{y->buffer, y->indices, op.inputs[c.b_input_index].constant};
   if (c.bias.tensor.defined()) {
     for (const ir::Expr& i : c.bias.index)
       for (const ir::Var& ax : comp.axes)
-        if (!(ax == c.n) && ir::uses_var(i, ax.get())) unsupported("the bias must depend on n only");
+        if (!(ax == c.n) && ir::uses_var(i, ax.get()))
+          unsupported("the bias must depend on n only");
   }
   return c;
 }

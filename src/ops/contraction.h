@@ -25,11 +25,11 @@ struct Contraction {
   ir::Var m, n, k;
   ir::Expr m_extent, n_extent, k_extent;
   ContractionOperand a, b;
-  ir::Buffer output;        // indexed [batch..., m, n] in output axis order
+  ir::Buffer output;  // indexed [batch..., m, n] in output axis order
   std::vector<ir::Var> output_axes;
   ContractionOperand bias;  // tensor undefined if no bias
   ir::Activation activation = ir::Activation::None;
-  int b_input_index = -1;   // which operator input B is (for pre-packing)
+  int b_input_index = -1;  // which operator input B is (for pre-packing)
 };
 
 // Throws dietcode::Error naming what does not fit the form.

@@ -14,10 +14,14 @@ Epilogue parse_epilogue(const std::string& text) {
 
 const char* to_string(Epilogue e) {
   switch (e) {
-    case Epilogue::None: return "none";
-    case Epilogue::Bias: return "bias";
-    case Epilogue::BiasRelu: return "bias_relu";
-    case Epilogue::BiasGelu: return "bias_gelu";
+    case Epilogue::None:
+      return "none";
+    case Epilogue::Bias:
+      return "bias";
+    case Epilogue::BiasRelu:
+      return "bias_relu";
+    case Epilogue::BiasGelu:
+      return "bias_gelu";
   }
   return "?";
 }
@@ -38,7 +42,8 @@ te::Operator dense(std::vector<te::ShapeVar> shape_vars, ir::Expr M, ir::Expr N,
   }
   te::ComputeOp y = te::compute("Y", {M, N}, {"m", "n"}, [&](const std::vector<ir::Var>& ax) {
     ir::Var k("k");
-    ir::Expr v = ir::reduce_sum(k, K, ir::load(x.tensor, {ax[0], k}) * ir::load(w.tensor, {ax[1], k}));
+    ir::Expr v =
+        ir::reduce_sum(k, K, ir::load(x.tensor, {ax[0], k}) * ir::load(w.tensor, {ax[1], k}));
     if (epilogue != Epilogue::None) v = v + ir::load(bias.tensor, {ax[1]});
     if (epilogue == Epilogue::BiasRelu) v = ir::call(ir::CallOp::Relu, {v});
     if (epilogue == Epilogue::BiasGelu) v = ir::call(ir::CallOp::Gelu, {v});

@@ -41,9 +41,12 @@ class Compiler {
     DC_INTERNAL_CHECK(b, "reference: unsupported integer expression");
     IntFn x = integer(b->a), y = integer(b->b);
     switch (e.kind()) {
-      case ExprKind::Add: return [x, y](Slots& s) { return x(s) + y(s); };
-      case ExprKind::Sub: return [x, y](Slots& s) { return x(s) - y(s); };
-      case ExprKind::Mul: return [x, y](Slots& s) { return x(s) * y(s); };
+      case ExprKind::Add:
+        return [x, y](Slots& s) { return x(s) + y(s); };
+      case ExprKind::Sub:
+        return [x, y](Slots& s) { return x(s) - y(s); };
+      case ExprKind::Mul:
+        return [x, y](Slots& s) { return x(s) * y(s); };
       case ExprKind::Div:
         return [x, y](Slots& s) {
           int64_t a = x(s), d = y(s), q = a / d;
@@ -54,15 +57,19 @@ class Compiler {
           int64_t a = x(s), d = y(s), r = a % d;
           return (r != 0 && ((r < 0) != (d < 0))) ? r + d : r;
         };
-      case ExprKind::Min: return [x, y](Slots& s) { return std::min(x(s), y(s)); };
-      case ExprKind::Max: return [x, y](Slots& s) { return std::max(x(s), y(s)); };
-      default: internal_error(__FILE__, __LINE__, "reference: unsupported integer operator");
+      case ExprKind::Min:
+        return [x, y](Slots& s) { return std::min(x(s), y(s)); };
+      case ExprKind::Max:
+        return [x, y](Slots& s) { return std::max(x(s), y(s)); };
+      default:
+        internal_error(__FILE__, __LINE__, "reference: unsupported integer operator");
     }
   }
 
   RealFn real(const Expr& e) {
     switch (e.kind()) {
-      case ExprKind::FloatImm: return [v = e.as<FloatImmNode>()->value](Slots&) { return v; };
+      case ExprKind::FloatImm:
+        return [v = e.as<FloatImmNode>()->value](Slots&) { return v; };
       case ExprKind::Load: {
         const auto* l = e.as<LoadNode>();
         auto it = data_.find(l->buffer.get());
@@ -91,14 +98,17 @@ class Compiler {
           return sum;
         };
       }
-      case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: {
+      case ExprKind::Add:
+      case ExprKind::Sub:
+      case ExprKind::Mul: {
         const BinaryNode* b = as_binary(e);
         RealFn x = real(b->a), y = real(b->b);
         if (e.kind() == ExprKind::Add) return [x, y](Slots& s) { return x(s) + y(s); };
         if (e.kind() == ExprKind::Sub) return [x, y](Slots& s) { return x(s) - y(s); };
         return [x, y](Slots& s) { return x(s) * y(s); };
       }
-      default: internal_error(__FILE__, __LINE__, "reference: unsupported float expression");
+      default:
+        internal_error(__FILE__, __LINE__, "reference: unsupported float expression");
     }
   }
 
@@ -124,7 +134,8 @@ std::vector<double> evaluate(const te::Operator& op, const std::vector<int64_t>&
   }
   RealFn body = compiler.real(comp.body);
   Slots slots(compiler.slot_count() + 16, 0);
-  for (const te::ShapeVar& v : op.shape_vars) slots[compiler.slot(v.var)] = bindings.at(v.var.get());
+  for (const te::ShapeVar& v : op.shape_vars)
+    slots[compiler.slot(v.var)] = bindings.at(v.var.get());
   int64_t total = 1;
   for (int64_t e : extents) total *= e;
   std::vector<double> out(static_cast<size_t>(total));

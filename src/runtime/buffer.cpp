@@ -7,7 +7,9 @@
 
 namespace dietcode::runtime {
 
-void AlignedBuffer::Free::operator()(float* p) const { std::free(p); }
+void AlignedBuffer::Free::operator()(float* p) const {
+  std::free(p);
+}
 
 AlignedBuffer::AlignedBuffer(int64_t elements) : size_(elements) {
   if (elements < 0) user_error("buffer of {} elements: the size must be >= 0", elements);

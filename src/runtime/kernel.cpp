@@ -23,7 +23,8 @@ Kernel Kernel::compile(const te::Operator& op, const schedule::MicroKernelSchedu
     k.pass_log_ += "// ---- after " + pass + "\n" + ir;
   });
   k.code_ = codegen::jit_compile(k.lowered_);
-  k.compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  k.compile_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return k;
 }
 
@@ -60,13 +61,15 @@ void Kernel::run(const std::vector<int64_t>& shape, const std::vector<ConstTenso
 }
 
 int64_t Kernel::packed_size(const std::vector<int64_t>& shape) const {
-  if (!needs_prepack()) user_error("operator {}: this schedule does not pre-pack an input", op_.name);
+  if (!needs_prepack())
+    user_error("operator {}: this schedule does not pre-pack an input", op_.name);
   return ir::evaluate_int(lowered_.packed_b_size, op_.bind(shape));
 }
 
 AlignedBuffer Kernel::prepack(const std::vector<int64_t>& shape, ConstTensor source) const {
   ir::Bindings bindings = op_.bind(shape);
-  if (!needs_prepack()) user_error("operator {}: this schedule does not pre-pack an input", op_.name);
+  if (!needs_prepack())
+    user_error("operator {}: this schedule does not pre-pack an input", op_.name);
   const te::Input& in = op_.inputs[prepacked_input()];
   check_tensor(op_, in.tensor.name(), source.data, source.elements,
                ir::evaluate_int(ir::element_count(in.tensor), bindings));
@@ -76,7 +79,9 @@ AlignedBuffer Kernel::prepack(const std::vector<int64_t>& shape, ConstTensor sou
   return packed;
 }
 
-std::string Kernel::loop_ir() const { return pass_log_; }
+std::string Kernel::loop_ir() const {
+  return pass_log_;
+}
 
 std::string Kernel::llvm_ir(bool optimized) const {
   return codegen::llvm_ir_text(lowered_, codegen::host_target(), optimized);

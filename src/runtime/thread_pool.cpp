@@ -12,9 +12,13 @@ ThreadPool& ThreadPool::global() {
   return pool;
 }
 
-ThreadPool::ThreadPool(int threads) { set_num_threads(threads); }
+ThreadPool::ThreadPool(int threads) {
+  set_num_threads(threads);
+}
 
-ThreadPool::~ThreadPool() { stop_workers(); }
+ThreadPool::~ThreadPool() {
+  stop_workers();
+}
 
 void ThreadPool::stop_workers() {
   {
@@ -89,4 +93,6 @@ extern "C" void* dietcode_alloc(int64_t bytes) {
   return p;
 }
 
-extern "C" void dietcode_free(void* p) { std::free(p); }
+extern "C" void dietcode_free(void* p) {
+  std::free(p);
+}

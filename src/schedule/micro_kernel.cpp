@@ -36,7 +36,9 @@ json to_json(const MicroKernelSchedule& s) {
               {"pack_b", s.pack_b == PackB::PerBlock ? "per_block" : "prepacked"}};
 }
 
-std::string to_json_text(const MicroKernelSchedule& s) { return to_json(s).dump(); }
+std::string to_json_text(const MicroKernelSchedule& s) {
+  return to_json(s).dump();
+}
 
 namespace {
 
@@ -55,7 +57,8 @@ int64_t int_field(const json& j, const char* name) {
 
 std::string string_field(const json& j, const char* name) {
   const json& v = field(j, name);
-  if (!v.is_string()) user_error("schedule JSON: field '{}' is {}, expected a string", name, v.dump());
+  if (!v.is_string())
+    user_error("schedule JSON: field '{}' is {}, expected a string", name, v.dump());
   return v.get<std::string>();
 }
 
@@ -63,13 +66,15 @@ std::string string_field(const json& j, const char* name) {
 
 MicroKernelSchedule schedule_from_json(const json& j) {
   if (!j.is_object()) user_error("schedule JSON: expected an object, got {}", j.dump());
-  static const std::set<std::string> known{"target", "isa", "mr", "nr", "kc", "mc", "nc",
-                                           "loop_order", "parallel", "unroll_k", "pack_a", "pack_b"};
+  static const std::set<std::string> known{"target",   "isa",      "mr",     "nr",
+                                           "kc",       "mc",       "nc",     "loop_order",
+                                           "parallel", "unroll_k", "pack_a", "pack_b"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) user_error("schedule JSON: unknown field '{}'", it.key());
   MicroKernelSchedule s;
   s.target = string_field(j, "target");
-  if (s.target != "cpu") user_error("schedule JSON: target '{}' is not supported; expected cpu", s.target);
+  if (s.target != "cpu")
+    user_error("schedule JSON: target '{}' is not supported; expected cpu", s.target);
   s.isa = string_field(j, "isa");
   s.mr = int_field(j, "mr");
   s.nr = int_field(j, "nr");
@@ -77,7 +82,9 @@ MicroKernelSchedule schedule_from_json(const json& j) {
   s.mc = int_field(j, "mc");
   s.nc = int_field(j, "nc");
   const json& order = field(j, "loop_order");
-  if (!order.is_array()) user_error("schedule JSON: field 'loop_order' is {}, expected a list like [\"n\",\"k\",\"m\"]", order.dump());
+  if (!order.is_array())
+    user_error("schedule JSON: field 'loop_order' is {}, expected a list like [\"n\",\"k\",\"m\"]",
+               order.dump());
   s.loop_order.clear();
   for (const json& a : order) {
     if (!a.is_string()) user_error("schedule JSON: loop_order entry {} is not a string", a.dump());
@@ -86,7 +93,8 @@ MicroKernelSchedule schedule_from_json(const json& j) {
   s.parallel = string_field(j, "parallel");
   s.unroll_k = int_field(j, "unroll_k");
   std::string pa = string_field(j, "pack_a"), pb = string_field(j, "pack_b");
-  if (pa != "packed" && pa != "direct") user_error("schedule JSON: pack_a '{}'; expected packed or direct", pa);
+  if (pa != "packed" && pa != "direct")
+    user_error("schedule JSON: pack_a '{}'; expected packed or direct", pa);
   if (pb != "per_block" && pb != "prepacked")
     user_error("schedule JSON: pack_b '{}'; expected per_block or prepacked", pb);
   s.pack_a = pa == "packed" ? PackA::Packed : PackA::Direct;
@@ -114,16 +122,20 @@ void validate(const MicroKernelSchedule& s) {
   int64_t vectors = s.nr / isa.width;
   int64_t needed = s.mr * vectors + vectors + 1;
   if (needed > isa.registers)
-    user_error("schedule: a {}x{} register tile needs {} vector registers ({} accumulators + {} "
-               "for B + 1 broadcast); {} has {}",
-               s.mr, s.nr, needed, s.mr * vectors, vectors, isa.name, isa.registers);
+    user_error(
+        "schedule: a {}x{} register tile needs {} vector registers ({} accumulators + {} "
+        "for B + 1 broadcast); {} has {}",
+        s.mr, s.nr, needed, s.mr * vectors, vectors, isa.name, isa.registers);
   if (s.kc < 1) user_error("schedule: kc = {} must be >= 1", s.kc);
-  if (s.mc < s.mr || s.mc % s.mr != 0) user_error("schedule: mc = {} must be a positive multiple of mr = {}", s.mc, s.mr);
-  if (s.nc < s.nr || s.nc % s.nr != 0) user_error("schedule: nc = {} must be a positive multiple of nr = {}", s.nc, s.nr);
+  if (s.mc < s.mr || s.mc % s.mr != 0)
+    user_error("schedule: mc = {} must be a positive multiple of mr = {}", s.mc, s.mr);
+  if (s.nc < s.nr || s.nc % s.nr != 0)
+    user_error("schedule: nc = {} must be a positive multiple of nr = {}", s.nc, s.nr);
   // Panels are allocated per block; keep them within a sane working set (256 MiB).
   if ((s.mc + s.nc) * s.kc > (int64_t{64} << 20))
     user_error("schedule: blocks mc={} nc={} kc={} need panels over 256 MiB", s.mc, s.nc, s.kc);
-  if (s.unroll_k < 1 || s.unroll_k > 16) user_error("schedule: unroll_k = {} must be in [1, 16]", s.unroll_k);
+  if (s.unroll_k < 1 || s.unroll_k > 16)
+    user_error("schedule: unroll_k = {} must be in [1, 16]", s.unroll_k);
   std::vector<std::string> order = s.loop_order;
   for (const std::string& a : order)
     if (a != "m" && a != "n" && a != "k")
@@ -153,15 +165,18 @@ void validate(const MicroKernelSchedule& s, const te::Operator& op) {
   if (s.mr > ext.m)
     user_error("schedule: mr = {} is larger than any allowed M (at most {})", s.mr, ext.m);
   if (s.nr > round_up(ext.n, isa.width))
-    user_error("schedule: nr = {} is larger than any allowed N (at most {}, {} rounded to the "
-               "vector width)", s.nr, round_up(ext.n, isa.width), ext.n);
+    user_error(
+        "schedule: nr = {} is larger than any allowed N (at most {}, {} rounded to the "
+        "vector width)",
+        s.nr, round_up(ext.n, isa.width), ext.n);
   if (s.mc > round_up(ext.m, s.mr))
     user_error("schedule: mc = {} is larger than any allowed M block (at most {})", s.mc,
                round_up(ext.m, s.mr));
   if (s.nc > round_up(ext.n, s.nr))
     user_error("schedule: nc = {} is larger than any allowed N block (at most {})", s.nc,
                round_up(ext.n, s.nr));
-  if (s.kc > ext.k) user_error("schedule: kc = {} is larger than any allowed K (at most {})", s.kc, ext.k);
+  if (s.kc > ext.k)
+    user_error("schedule: kc = {} is larger than any allowed K (at most {})", s.kc, ext.k);
   if (s.parallel == "batch" && c.batch_axes.empty())
     user_error("schedule: parallel axis 'batch' but operator {} has no batch axis", op.name);
   if (s.pack_a == PackA::Direct) {
@@ -169,17 +184,22 @@ void validate(const MicroKernelSchedule& s, const te::Operator& op) {
     vars.push_back(c.m);
     vars.push_back(c.k);
     if (!ir::affine_form(ir::flatten_index(c.a.tensor, c.a.index), vars))
-      user_error("schedule: pack_a 'direct' needs {} to be read affinely; this operator's access "
-                 "is not affine, use 'packed'", c.a.tensor.name());
+      user_error(
+          "schedule: pack_a 'direct' needs {} to be read affinely; this operator's access "
+          "is not affine, use 'packed'",
+          c.a.tensor.name());
   }
   if (s.pack_b == PackB::Prepacked) {
     if (!c.b.constant)
-      user_error("schedule: pack_b 'prepacked' needs a constant {}; in {} it changes per call, use "
-                 "'per_block'", c.b.tensor.name(), op.name);
+      user_error(
+          "schedule: pack_b 'prepacked' needs a constant {}; in {} it changes per call, use "
+          "'per_block'",
+          c.b.tensor.name(), op.name);
     for (const ir::Expr& i : c.b.index)
       for (const ir::Var& ax : c.batch_axes)
         if (ir::uses_var(i, ax.get()))
-          user_error("schedule: pack_b 'prepacked' needs {} to be shared across the batch", c.b.tensor.name());
+          user_error("schedule: pack_b 'prepacked' needs {} to be shared across the batch",
+                     c.b.tensor.name());
   }
 }
 

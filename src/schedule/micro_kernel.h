@@ -44,10 +44,10 @@ enum class PackB { PerBlock, Prepacked };  // Prepacked: constant B packed once,
 struct MicroKernelSchedule {
   std::string target = "cpu";
   std::string isa = "avx2";
-  int64_t mr = 4, nr = 16;               // register tile
-  int64_t kc = 256, mc = 64, nc = 256;   // cache blocks
+  int64_t mr = 4, nr = 16;                             // register tile
+  int64_t kc = 256, mc = 64, nc = 256;                 // cache blocks
   std::vector<std::string> loop_order{"n", "k", "m"};  // outermost first
-  std::string parallel = "m";            // "none", "batch", "m" or "n": a block loop
+  std::string parallel = "m";                          // "none", "batch", "m" or "n": a block loop
   int64_t unroll_k = 4;
   PackA pack_a = PackA::Packed;
   PackB pack_b = PackB::PerBlock;

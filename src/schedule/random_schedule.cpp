@@ -23,7 +23,8 @@ MicroKernelSchedule random_schedule(std::mt19937_64& rng, const std::string& isa
   for (int attempt = 0; attempt < 1000; ++attempt) {
     MicroKernelSchedule s;
     s.isa = isa.name;
-    int64_t max_vectors = std::max<int64_t>(1, std::min<int64_t>((ext.n + isa.width - 1) / isa.width, 4));
+    int64_t max_vectors =
+        std::max<int64_t>(1, std::min<int64_t>((ext.n + isa.width - 1) / isa.width, 4));
     int64_t vectors = uniform(rng, 1, max_vectors);
     s.nr = vectors * isa.width;
     int64_t max_mr = (isa.registers - vectors - 1) / vectors;

@@ -32,10 +32,10 @@ template <typename... Args>
 
 }  // namespace dietcode
 
-#define DC_INTERNAL_CHECK(cond, ...)                                                    \
-  do {                                                                                  \
-    if (!(cond))                                                                        \
-      ::dietcode::internal_error(__FILE__, __LINE__,                                    \
+#define DC_INTERNAL_CHECK(cond, ...)                                                   \
+  do {                                                                                 \
+    if (!(cond))                                                                       \
+      ::dietcode::internal_error(__FILE__, __LINE__,                                   \
                                  std::string("check failed: " #cond " ") __VA_OPT__(+) \
-                                     __VA_OPT__(fmt::format(__VA_ARGS__)));             \
+                                     __VA_OPT__(fmt::format(__VA_ARGS__)));            \
   } while (false)

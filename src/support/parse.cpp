@@ -32,15 +32,16 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos
-                                                                      : comma - start);
+    std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t dots = item.find("..");
     if (dots == std::string::npos) {
       values.push_back(parse_int(item, what, text));
     } else {
       int64_t lo = parse_int(item.substr(0, dots), what, text);
       int64_t hi = parse_int(item.substr(dots + 2), what, text);
-      if (hi < lo) user_error("{}: range '{}' is empty (upper bound below lower bound)", what, item);
+      if (hi < lo)
+        user_error("{}: range '{}' is empty (upper bound below lower bound)", what, item);
       if (hi - lo > 1'000'000) user_error("{}: range '{}' has more than 10^6 values", what, item);
       for (int64_t v = lo; v <= hi; ++v) values.push_back(v);
     }

@@ -13,8 +13,9 @@ ShapeVar shape_var(const std::string& name, int64_t min, int64_t max,
     if (w.value < min || w.value > max)
       user_error("shape variable {}: instance {} is outside its range [{}, {}]", name, w.value, min,
                  max);
-    if (!(w.weight > 0)) user_error("shape variable {}: instance {} has weight {}; expected > 0",
-                                    name, w.value, w.weight);
+    if (!(w.weight > 0))
+      user_error("shape variable {}: instance {} has weight {}; expected > 0", name, w.value,
+                 w.weight);
   }
   return ShapeVar{ir::Var(name), min, max, std::move(instances)};
 }
@@ -46,9 +47,10 @@ ir::Bindings Operator::bind(const std::vector<int64_t>& shape, bool strict) cons
       user_error("operator {}: {} = {} is not a valid extent; expected >= 1", name, v.var.name(),
                  shape[i]);
     if (strict && (shape[i] < v.min || shape[i] > v.max))
-      user_error("operator {}: {} = {} is outside its declared range [{}, {}] (strict ranges "
-                 "requested)",
-                 name, v.var.name(), shape[i], v.min, v.max);
+      user_error(
+          "operator {}: {} = {} is outside its declared range [{}, {}] (strict ranges "
+          "requested)",
+          name, v.var.name(), shape[i], v.min, v.max);
     bindings[v.var.get()] = shape[i];
   }
   return bindings;
@@ -56,7 +58,8 @@ ir::Bindings Operator::bind(const std::vector<int64_t>& shape, bool strict) cons
 
 std::vector<int64_t> Operator::buffer_sizes(const ir::Bindings& bindings) const {
   std::vector<int64_t> sizes;
-  for (const Input& in : inputs) sizes.push_back(ir::evaluate_int(ir::element_count(in.tensor), bindings));
+  for (const Input& in : inputs)
+    sizes.push_back(ir::evaluate_int(ir::element_count(in.tensor), bindings));
   sizes.push_back(ir::evaluate_int(ir::element_count(compute.output), bindings));
   return sizes;
 }
@@ -75,9 +78,9 @@ std::string Operator::describe() const {
                        in.constant ? " (constant)" : "");
   std::string axes;
   for (size_t i = 0; i < compute.axes.size(); ++i) axes += (i ? ", " : "") + compute.axes[i].name();
-  out += fmt::format("  {}[{}] = {}   for {}[{}]\n", compute.output.name(), axes,
-                     ir::to_string(compute.body), compute.output.name(),
-                     shape_text(compute.output));
+  out +=
+      fmt::format("  {}[{}] = {}   for {}[{}]\n", compute.output.name(), axes,
+                  ir::to_string(compute.body), compute.output.name(), shape_text(compute.output));
   return out;
 }
 

@@ -18,7 +18,8 @@ using namespace dietcode;
 
 namespace {
 
-const std::vector<int64_t> kSizes{1, 2, 3, 5, 7, 8, 15, 16, 17, 31, 63, 64, 65, 127, 128, 129, 1000, 2048};
+const std::vector<int64_t> kSizes{1,  2,  3,  5,  7,   8,   15,  16,   17,
+                                  31, 63, 64, 65, 127, 128, 129, 1000, 2048};
 constexpr int kSchedulesPerOperator = 30;
 constexpr double kTolerance = 1e-5;
 
@@ -27,7 +28,9 @@ struct OperatorCase {
   std::function<te::Operator()> make;
 };
 
-void PrintTo(const OperatorCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const OperatorCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 te::Operator batch_matmul_case(ops::Layout layout) {
   te::ShapeVar m = te::shape_var("M", 1, 128);
@@ -72,7 +75,8 @@ TEST_P(GeneratedCode, MatchesReferenceForEveryShape) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOperators, GeneratedCode,
-                         ::testing::Combine(::testing::ValuesIn(operator_cases()), ::testing::ValuesIn(isas())),
+                         ::testing::Combine(::testing::ValuesIn(operator_cases()),
+                                            ::testing::ValuesIn(isas())),
                          [](const auto& info) {
                            return std::get<0>(info.param).name + "_" + std::get<1>(info.param);
                          });
@@ -95,12 +99,14 @@ TEST(Runtime, OneKernelCalledFromManyThreadsAtOnce) {
   runtime::Kernel kernel = runtime::Kernel::compile(op, parallel_schedule());
   std::mt19937_64 rng(11);
   std::vector<reference::CheckCase> cases;
-  for (int64_t m : {1, 9, 50, 128, 300, 77}) cases.push_back(reference::make_check_case(op, {m}, rng));
+  for (int64_t m : {1, 9, 50, 128, 300, 77})
+    cases.push_back(reference::make_check_case(op, {m}, rng));
   std::vector<double> errors(cases.size() * 20);
   std::vector<std::thread> threads;
   for (size_t t = 0; t < cases.size(); ++t)
     threads.emplace_back([&, t] {
-      for (int rep = 0; rep < 20; ++rep) errors[t * 20 + rep] = reference::run_check_case(kernel, cases[t]);
+      for (int rep = 0; rep < 20; ++rep)
+        errors[t * 20 + rep] = reference::run_check_case(kernel, cases[t]);
     });
   for (std::thread& t : threads) t.join();
   for (double e : errors) EXPECT_LE(e, kTolerance);

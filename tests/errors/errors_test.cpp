@@ -18,14 +18,7 @@ using namespace dietcode;
 namespace {
 
 schedule::MicroKernelSchedule small_schedule() {
-  schedule::MicroKernelSchedule s;
-  s.isa = "avx2";
-  s.mr = 2;
-  s.nr = 8;
-  s.kc = 8;
-  s.mc = 4;
-  s.nc = 16;
-  return s;
+  return dietcode::testing::make_schedule("avx2", 2, 8, 8, 4, 16);
 }
 
 struct Fixture {
@@ -38,26 +31,30 @@ struct Fixture {
 
 TEST(Errors, MismatchedBufferSizes) {
   Fixture f;
-  EXPECT_USER_ERROR(f.kernel.run({5}, {{f.x.data(), 49}, {f.w.data(), f.w.size()}}, {f.y.data(), f.y.size()}),
-                    "buffer X has 49 elements, expected 50");
-  EXPECT_USER_ERROR(f.kernel.run({5}, {{f.x.data(), f.x.size()}, {f.w.data(), f.w.size()}}, {f.y.data(), 7}),
-                    "buffer Y has 7 elements, expected 120");
+  EXPECT_USER_ERROR(
+      f.kernel.run({5}, {{f.x.data(), 49}, {f.w.data(), f.w.size()}}, {f.y.data(), f.y.size()}),
+      "buffer X has 49 elements, expected 50");
+  EXPECT_USER_ERROR(
+      f.kernel.run({5}, {{f.x.data(), f.x.size()}, {f.w.data(), f.w.size()}}, {f.y.data(), 7}),
+      "buffer Y has 7 elements, expected 120");
   EXPECT_USER_ERROR(f.kernel.run({5}, {{f.x.data(), f.x.size()}}, {f.y.data(), f.y.size()}),
                     "got 1 input buffers, expected 2");
 }
 
 TEST(Errors, NullPointers) {
   Fixture f;
-  EXPECT_USER_ERROR(f.kernel.run({5}, {{nullptr, 50}, {f.w.data(), f.w.size()}}, {f.y.data(), f.y.size()}),
-                    "buffer X is a null pointer");
+  EXPECT_USER_ERROR(
+      f.kernel.run({5}, {{nullptr, 50}, {f.w.data(), f.w.size()}}, {f.y.data(), f.y.size()}),
+      "buffer X is a null pointer");
 }
 
 TEST(Errors, ZeroOrNegativeExtents) {
   Fixture f;
   EXPECT_USER_ERROR(f.kernel.run({0}, {{f.x.data(), 0}, {f.w.data(), f.w.size()}}, {f.y.data(), 0}),
                     "M = 0 is not a valid extent");
-  EXPECT_USER_ERROR(f.kernel.run({-3}, {{f.x.data(), 0}, {f.w.data(), f.w.size()}}, {f.y.data(), 0}),
-                    "M = -3 is not a valid extent");
+  EXPECT_USER_ERROR(
+      f.kernel.run({-3}, {{f.x.data(), 0}, {f.w.data(), f.w.size()}}, {f.y.data(), 0}),
+      "M = -3 is not a valid extent");
   EXPECT_USER_ERROR(f.kernel.run({1, 2}, {}, {f.y.data(), 0}), "got 2 shape values, expected 1");
   EXPECT_USER_ERROR(ops::dense(1, 8, 0, 10), "dimension 0 is not positive");
   EXPECT_USER_ERROR(te::shape_var("T", 0, 8), "lower bound 0 must be >= 1");
@@ -71,8 +68,8 @@ TEST(Errors, ShapeOutsideDeclaredRange) {
   reference::CheckCase c = reference::make_check_case(f.op, {40}, rng);
   EXPECT_LE(reference::run_check_case(f.kernel, c), 1e-5);
   runtime::AlignedBuffer x(40 * 10), y(40 * 24);
-  EXPECT_USER_ERROR(f.kernel.run({40}, {{x.data(), x.size()}, {f.w.data(), f.w.size()}}, {y.data(), y.size()},
-                                 runtime::RunOptions{.strict_ranges = true}),
+  EXPECT_USER_ERROR(f.kernel.run({40}, {{x.data(), x.size()}, {f.w.data(), f.w.size()}},
+                                 {y.data(), y.size()}, runtime::RunOptions{.strict_ranges = true}),
                     "M = 40 is outside its declared range [1, 16]");
 }
 
@@ -94,9 +91,10 @@ TEST(Errors, OperatorsThatAreNotContractions) {
   te::ShapeVar m = te::shape_var("M", 1, 8);
   ir::Expr mv = m.var;
   te::Input x = te::input("X", {mv, ir::Expr(4)});
-  te::ComputeOp copy = te::compute("Y", {mv, ir::Expr(4)}, {"i", "j"}, [&](const std::vector<ir::Var>& ax) {
-    return ir::load(x.tensor, {ax[0], ax[1]});
-  });
+  te::ComputeOp copy =
+      te::compute("Y", {mv, ir::Expr(4)}, {"i", "j"}, [&](const std::vector<ir::Var>& ax) {
+        return ir::load(x.tensor, {ax[0], ax[1]});
+      });
   te::Operator op{"copy", {m}, {x}, copy};
   EXPECT_USER_ERROR(ops::match_contraction(op), "no reduction at the top");
   EXPECT_USER_ERROR(runtime::Kernel::compile(op, small_schedule()), "is not a contraction");

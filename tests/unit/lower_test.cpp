@@ -13,13 +13,7 @@ using namespace dietcode;
 namespace {
 
 schedule::MicroKernelSchedule schedule_for_dense() {
-  schedule::MicroKernelSchedule s;
-  s.isa = "avx2";
-  s.mr = 6;
-  s.nr = 16;
-  s.kc = 128;
-  s.mc = 24;
-  s.nc = 64;
+  schedule::MicroKernelSchedule s = dietcode::testing::make_schedule("avx2", 6, 16, 128, 24, 64);
   s.parallel = "m";
   return s;
 }
@@ -33,7 +27,8 @@ int count(const ir::Stmt& s, ir::StmtKind kind) {
 }  // namespace
 
 TEST(Contraction, FindsAxesOperandsAndEpilogue) {
-  ops::Contraction c = ops::match_contraction(ops::dense(1, 128, 2304, 768, ops::Epilogue::BiasGelu));
+  ops::Contraction c =
+      ops::match_contraction(ops::dense(1, 128, 2304, 768, ops::Epilogue::BiasGelu));
   EXPECT_EQ(c.a.tensor.name(), "X");
   EXPECT_EQ(c.b.tensor.name(), "W");
   EXPECT_TRUE(c.b.constant);
@@ -52,7 +47,8 @@ TEST(Lower, PassesAreLoggedInOrder) {
 
 TEST(Lower, PackedScheduleHasPanelsMicroKernelAndOneParallelLoop) {
   lower::LoweredKernel k = lower::lower(ops::dense(1, 128, 256, 256), schedule_for_dense());
-  EXPECT_EQ(count(k.compute.body, ir::StmtKind::PackStage), 0) << "insert_packing leaves no markers";
+  EXPECT_EQ(count(k.compute.body, ir::StmtKind::PackStage), 0)
+      << "insert_packing leaves no markers";
   EXPECT_EQ(count(k.compute.body, ir::StmtKind::MicroKernel), 1);
   EXPECT_EQ(count(k.compute.body, ir::StmtKind::Allocate), 2);
   int parallel = 0;

@@ -16,16 +16,8 @@ using schedule::MicroKernelSchedule;
 namespace {
 
 MicroKernelSchedule good() {
-  MicroKernelSchedule s;
-  s.isa = "avx2";
-  s.mr = 6;
-  s.nr = 16;
-  s.kc = 256;
-  s.mc = 60;
-  s.nc = 512;
-  s.loop_order = {"n", "k", "m"};
+  MicroKernelSchedule s = dietcode::testing::make_schedule("avx2", 6, 16, 256, 60, 512);
   s.parallel = "n";
-  s.unroll_k = 4;
   s.pack_b = schedule::PackB::Prepacked;
   return s;
 }
@@ -47,7 +39,8 @@ TEST(Schedule, RandomSchedulesAreValid) {
   std::mt19937_64 rng(5);
   te::ShapeVar t = te::shape_var("T", 1, 128);
   te::Operator op = ops::batch_matmul({t}, 12, t.var, 64, 64, ops::Layout::NN);
-  for (int i = 0; i < 100; ++i) EXPECT_NO_THROW(schedule::validate(schedule::random_schedule(rng, "avx2", op), op));
+  for (int i = 0; i < 100; ++i)
+    EXPECT_NO_THROW(schedule::validate(schedule::random_schedule(rng, "avx2", op), op));
 }
 
 TEST(Schedule, ValidScheduleIsAccepted) {
@@ -93,9 +86,12 @@ TEST(Schedule, RejectsBlocksThatAreNotTileMultiples) {
 
 TEST(Schedule, RejectsTilesLargerThanAnyAllowedExtent) {
   MicroKernelSchedule s = good();
-  EXPECT_USER_ERROR(schedule::validate(s, ops::dense(1, 4, 2304, 768)), "mr = 6 is larger than any allowed M");
-  EXPECT_USER_ERROR(schedule::validate(s, ops::dense(1, 128, 8, 768)), "nr = 16 is larger than any allowed N");
-  EXPECT_USER_ERROR(schedule::validate(s, ops::dense(1, 128, 2304, 100)), "kc = 256 is larger than any allowed K");
+  EXPECT_USER_ERROR(schedule::validate(s, ops::dense(1, 4, 2304, 768)),
+                    "mr = 6 is larger than any allowed M");
+  EXPECT_USER_ERROR(schedule::validate(s, ops::dense(1, 128, 8, 768)),
+                    "nr = 16 is larger than any allowed N");
+  EXPECT_USER_ERROR(schedule::validate(s, ops::dense(1, 128, 2304, 100)),
+                    "kc = 256 is larger than any allowed K");
 }
 
 TEST(Schedule, RejectsPrepackingAnInputThatChangesPerCall) {
@@ -122,7 +118,8 @@ TEST(Schedule, JsonErrorsNameTheField) {
   EXPECT_USER_ERROR(schedule::schedule_from_json(j), "field 'mr' is \"six\", expected an integer");
   j = schedule::to_json(good());
   j["isa"] = "sse2";
-  EXPECT_USER_ERROR(schedule::validate(schedule::schedule_from_json(j)), "unknown vector ISA 'sse2'");
+  EXPECT_USER_ERROR(schedule::validate(schedule::schedule_from_json(j)),
+                    "unknown vector ISA 'sse2'");
   j = schedule::to_json(good());
   j["target"] = "cuda";
   EXPECT_USER_ERROR(schedule::schedule_from_json(j), "target 'cuda' is not supported");

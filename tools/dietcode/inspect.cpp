@@ -25,7 +25,8 @@ struct InspectOptions {
 int run_inspect(const InspectOptions& o) {
   te::Operator op = o.op.build();
   schedule::MicroKernelSchedule s = schedule::schedule_from_json_text(o.schedule_json);
-  codegen::CpuTarget target = o.isa.empty() ? codegen::host_target() : codegen::target_for_isa(o.isa);
+  codegen::CpuTarget target =
+      o.isa.empty() ? codegen::host_target() : codegen::target_for_isa(o.isa);
   if (o.what == "loops") {
     fmt::print("{}", op.describe());
     lower::lower(op, s, [](const std::string& pass, const std::string& ir) {
@@ -34,10 +35,14 @@ int run_inspect(const InspectOptions& o) {
     return 0;
   }
   lower::LoweredKernel k = lower::lower(op, s);
-  if (o.what == "llvm") fmt::print("{}", codegen::llvm_ir_text(k, target, true));
-  else if (o.what == "llvm-unoptimized") fmt::print("{}", codegen::llvm_ir_text(k, target, false));
-  else if (o.what == "asm") fmt::print("{}", codegen::assembly_text(k, target));
-  else user_error("--what '{}': expected loops, llvm, llvm-unoptimized or asm", o.what);
+  if (o.what == "llvm")
+    fmt::print("{}", codegen::llvm_ir_text(k, target, true));
+  else if (o.what == "llvm-unoptimized")
+    fmt::print("{}", codegen::llvm_ir_text(k, target, false));
+  else if (o.what == "asm")
+    fmt::print("{}", codegen::assembly_text(k, target));
+  else
+    user_error("--what '{}': expected loops, llvm, llvm-unoptimized or asm", o.what);
   return 0;
 }
 
@@ -45,7 +50,8 @@ int run_inspect(const InspectOptions& o) {
 
 void register_inspect(CLI::App& app, Action& action) {
   auto o = std::make_shared<InspectOptions>();
-  CLI::App* cmd = app.add_subcommand("inspect", "print the loop IR, LLVM IR or assembly of a schedule");
+  CLI::App* cmd =
+      app.add_subcommand("inspect", "print the loop IR, LLVM IR or assembly of a schedule");
   o->op.add_to(*cmd);
   cmd->add_option("--schedule", o->schedule_json, "the micro-kernel schedule (JSON)")->required();
   cmd->add_option("--what", o->what, "loops, llvm, llvm-unoptimized or asm")->capture_default_str();

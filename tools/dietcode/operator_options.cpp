@@ -23,7 +23,9 @@ void OperatorOptions::add_to(CLI::App& app) {
   app.add_option("--range", range, "declared range of M, 'LO..HI' (default: min..max of --M)");
 }
 
-std::vector<int64_t> OperatorOptions::m_values() const { return parse_int_list(m, "--M"); }
+std::vector<int64_t> OperatorOptions::m_values() const {
+  return parse_int_list(m, "--M");
+}
 
 te::Operator OperatorOptions::build() const {
   if (n < 1) user_error("--N {}: expected a positive integer", n);

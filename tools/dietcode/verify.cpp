@@ -45,10 +45,12 @@ int run_verify(const VerifyOptions& o) {
     schedules.push_back(schedule::schedule_from_json_text(o.schedule_json));
     schedule::validate(schedules.back(), op);
   } else {
-    for (int i = 0; i < o.schedules; ++i) schedules.push_back(schedule::random_schedule(rng, isa, op));
+    for (int i = 0; i < o.schedules; ++i)
+      schedules.push_back(schedule::random_schedule(rng, isa, op));
   }
   std::vector<reference::CheckCase> cases;
-  for (int64_t m : m_values) cases.push_back(reference::make_check_case(op, o.op.shape_for(m), rng));
+  for (int64_t m : m_values)
+    cases.push_back(reference::make_check_case(op, o.op.shape_for(m), rng));
 
   int passed = 0, failed = 0;
   for (const schedule::MicroKernelSchedule& s : schedules) {
@@ -60,9 +62,10 @@ int run_verify(const VerifyOptions& o) {
         continue;
       }
       ++failed;
-      fmt::print("FAILED (relative error {:.3g}): dietcode verify {} --threads {} --schedule '{}'\n",
-                 err, o.op.command_line(m_values[i]), runtime::ThreadPool::global().num_threads(),
-                 schedule::to_json_text(s));
+      fmt::print(
+          "FAILED (relative error {:.3g}): dietcode verify {} --threads {} --schedule '{}'\n", err,
+          o.op.command_line(m_values[i]), runtime::ThreadPool::global().num_threads(),
+          schedule::to_json_text(s));
     }
   }
   fmt::print("{} passed, {} failed\n", passed, failed);
@@ -73,13 +76,17 @@ int run_verify(const VerifyOptions& o) {
 
 void register_verify(CLI::App& app, Action& action) {
   auto o = std::make_shared<VerifyOptions>();
-  CLI::App* cmd = app.add_subcommand("verify", "check generated kernels against the float64 reference");
+  CLI::App* cmd =
+      app.add_subcommand("verify", "check generated kernels against the float64 reference");
   o->op.add_to(*cmd);
-  cmd->add_option("--schedules", o->schedules, "random micro-kernels to draw")->capture_default_str();
+  cmd->add_option("--schedules", o->schedules, "random micro-kernels to draw")
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed, "random seed (schedules and inputs)")->capture_default_str();
   cmd->add_option("--threads", o->threads, "threads for parallel loops (default: all cores)");
-  cmd->add_option("--schedule", o->schedule_json, "check this one schedule (JSON) instead of drawing");
-  cmd->add_option("--isa", o->isa, "vector ISA of drawn schedules: avx2 or avx512 (default: the host's)");
+  cmd->add_option("--schedule", o->schedule_json,
+                  "check this one schedule (JSON) instead of drawing");
+  cmd->add_option("--isa", o->isa,
+                  "vector ISA of drawn schedules: avx2 or avx512 (default: the host's)");
   cmd->add_option("--tolerance", o->tolerance, "largest relative Frobenius error accepted")
       ->capture_default_str();
   cmd->callback([&action, o] { action = [o] { return run_verify(*o); }; });

@@ -64,7 +64,8 @@ llvm::Value* FunctionEmitter::entry_alloca(llvm::Type* type, uint64_t count, uin
 void FunctionEmitter::emit_loop(llvm::Value* begin, llvm::Value* end,
                                 const std::function<void(llvm::Value*)>& body, const char* name) {
   llvm::BasicBlock* pre = b_.GetInsertBlock();
-  llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, std::string(name) + ".header", function_);
+  llvm::BasicBlock* header =
+      llvm::BasicBlock::Create(ctx_, std::string(name) + ".header", function_);
   llvm::BasicBlock* loop = llvm::BasicBlock::Create(ctx_, std::string(name) + ".body", function_);
   llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".exit", function_);
   b_.CreateBr(header);
@@ -83,11 +84,14 @@ void FunctionEmitter::emit_loop(llvm::Value* begin, llvm::Value* end,
 void FunctionEmitter::emit_for(const ForNode& f) {
   llvm::Value* begin = emit(f.min);
   llvm::Value* end = b_.CreateAdd(begin, emit(f.extent));
-  emit_loop(begin, end, [&](llvm::Value* i) {
-    vars_[f.var.get()] = i;
-    emit(f.body);
-    vars_.erase(f.var.get());
-  }, f.var.name().c_str());
+  emit_loop(
+      begin, end,
+      [&](llvm::Value* i) {
+        vars_[f.var.get()] = i;
+        emit(f.body);
+        vars_.erase(f.var.get());
+      },
+      f.var.name().c_str());
 }
 
 // Outlines the body into `void body(int64_t i, void* closure)`; the closure holds
@@ -106,7 +110,8 @@ void FunctionEmitter::emit_parallel_for(const ForNode& f) {
   };
   uint64_t n = 0;
   for (const VarNode* k : var_keys) b_.CreateStore(vars_[k], slot(b_, closure, n++));
-  for (const BufferNode* k : buf_keys) b_.CreateStore(b_.CreatePtrToInt(buffers_[k], i64), slot(b_, closure, n++));
+  for (const BufferNode* k : buf_keys)
+    b_.CreateStore(b_.CreatePtrToInt(buffers_[k], i64), slot(b_, closure, n++));
   llvm::Value* min = emit(f.min);
   b_.CreateStore(min, slot(b_, closure, n));
   llvm::Value* extent = emit(f.extent);
@@ -124,8 +129,10 @@ void FunctionEmitter::emit_parallel_for(const ForNode& f) {
   llvm::Value* in = body->getArg(1);
   n = 0;
   for (const VarNode* k : var_keys) vars_[k] = b_.CreateLoad(i64, slot(b_, in, n++), k->name);
-  for (const BufferNode* k : buf_keys) buffers_[k] = b_.CreateIntToPtr(b_.CreateLoad(i64, slot(b_, in, n++)), ptr, k->name);
-  vars_[f.var.get()] = b_.CreateAdd(b_.CreateLoad(i64, slot(b_, in, n)), body->getArg(0), f.var.name());
+  for (const BufferNode* k : buf_keys)
+    buffers_[k] = b_.CreateIntToPtr(b_.CreateLoad(i64, slot(b_, in, n++)), ptr, k->name);
+  vars_[f.var.get()] =
+      b_.CreateAdd(b_.CreateLoad(i64, slot(b_, in, n)), body->getArg(0), f.var.name());
   emit(f.body);
   b_.CreateRetVoid();
   function_ = saved_fn;
@@ -200,13 +207,15 @@ void FunctionEmitter::emit(const Stmt& s) {
       emit_micro_kernel(*this, *s.as<MicroKernelNode>());
       return;
     case StmtKind::PackStage:
-      internal_error(__FILE__, __LINE__, "pack stage reached code generation (insert_packing not run)");
+      internal_error(__FILE__, __LINE__,
+                     "pack stage reached code generation (insert_packing not run)");
   }
 }
 
 llvm::Value* FunctionEmitter::emit(const Expr& e) {
   switch (e.kind()) {
-    case ExprKind::IntImm: return b_.getInt64(e.as<IntImmNode>()->value);
+    case ExprKind::IntImm:
+      return b_.getInt64(e.as<IntImmNode>()->value);
     case ExprKind::FloatImm:
       return llvm::ConstantFP::get(b_.getFloatTy(), e.as<FloatImmNode>()->value);
     case ExprKind::Var: {
@@ -220,7 +229,8 @@ llvm::Value* FunctionEmitter::emit(const Expr& e) {
     }
     case ExprKind::Load: {
       const auto* l = e.as<LoadNode>();
-      return b_.CreateLoad(b_.getFloatTy(), element_ptr(l->buffer, emit(flatten_index(l->buffer, l->indices))));
+      return b_.CreateLoad(b_.getFloatTy(),
+                           element_ptr(l->buffer, emit(flatten_index(l->buffer, l->indices))));
     }
     case ExprKind::Call: {
       const auto* c = e.as<CallNode>();
@@ -228,23 +238,29 @@ llvm::Value* FunctionEmitter::emit(const Expr& e) {
       llvm::Type* f32 = b_.getFloatTy();
       if (c->op == CallOp::Relu) return b_.CreateMaxNum(x, llvm::ConstantFP::get(f32, 0.0));
       // gelu(x) = 0.5 x (1 + erf(x / sqrt 2))
-      llvm::FunctionCallee erff = module_.getOrInsertFunction("erff", llvm::FunctionType::get(f32, {f32}, false));
-      llvm::Value* erf = b_.CreateCall(erff, {b_.CreateFMul(x, llvm::ConstantFP::get(f32, 0.70710678118654752))});
+      llvm::FunctionCallee erff =
+          module_.getOrInsertFunction("erff", llvm::FunctionType::get(f32, {f32}, false));
+      llvm::Value* erf =
+          b_.CreateCall(erff, {b_.CreateFMul(x, llvm::ConstantFP::get(f32, 0.70710678118654752))});
       return b_.CreateFMul(b_.CreateFMul(x, llvm::ConstantFP::get(f32, 0.5)),
                            b_.CreateFAdd(erf, llvm::ConstantFP::get(f32, 1.0)));
     }
     case ExprKind::Reduce:
       internal_error(__FILE__, __LINE__, "a reduction reached code generation: " + to_string(e));
-    default: break;
+    default:
+      break;
   }
   const BinaryNode* bin = as_binary(e);
   llvm::Value* x = emit(bin->a);
   llvm::Value* y = emit(bin->b);
   bool is_float = bin->a.type() == Type::Float;
   switch (e.kind()) {
-    case ExprKind::Add: return is_float ? b_.CreateFAdd(x, y) : b_.CreateAdd(x, y, "", false, true);
-    case ExprKind::Sub: return is_float ? b_.CreateFSub(x, y) : b_.CreateSub(x, y, "", false, true);
-    case ExprKind::Mul: return is_float ? b_.CreateFMul(x, y) : b_.CreateMul(x, y, "", false, true);
+    case ExprKind::Add:
+      return is_float ? b_.CreateFAdd(x, y) : b_.CreateAdd(x, y, "", false, true);
+    case ExprKind::Sub:
+      return is_float ? b_.CreateFSub(x, y) : b_.CreateSub(x, y, "", false, true);
+    case ExprKind::Mul:
+      return is_float ? b_.CreateFMul(x, y) : b_.CreateMul(x, y, "", false, true);
     case ExprKind::Div:
     case ExprKind::Mod: {
       DC_INTERNAL_CHECK(!is_float, "float division is not in the IR");
@@ -252,8 +268,9 @@ llvm::Value* FunctionEmitter::emit(const Expr& e) {
       llvm::Value* q = b_.CreateSDiv(x, y);
       llvm::Value* r = b_.CreateSRem(x, y);
       llvm::Value* zero = b_.getInt64(0);
-      llvm::Value* fix = b_.CreateAnd(b_.CreateICmpNE(r, zero),
-                                      b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(y, zero)));
+      llvm::Value* fix =
+          b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                       b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(y, zero)));
       if (e.kind() == ExprKind::Div) return b_.CreateSub(q, b_.CreateZExt(fix, b_.getInt64Ty()));
       return b_.CreateSelect(fix, b_.CreateAdd(r, y), r);
     }
@@ -261,11 +278,16 @@ llvm::Value* FunctionEmitter::emit(const Expr& e) {
       return is_float ? b_.CreateMinNum(x, y) : b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y);
     case ExprKind::Max:
       return is_float ? b_.CreateMaxNum(x, y) : b_.CreateSelect(b_.CreateICmpSGT(x, y), x, y);
-    case ExprKind::LT: return is_float ? b_.CreateFCmpOLT(x, y) : b_.CreateICmpSLT(x, y);
-    case ExprKind::LE: return is_float ? b_.CreateFCmpOLE(x, y) : b_.CreateICmpSLE(x, y);
-    case ExprKind::EQ: return is_float ? b_.CreateFCmpOEQ(x, y) : b_.CreateICmpEQ(x, y);
-    case ExprKind::And: return b_.CreateAnd(x, y);
-    default: break;
+    case ExprKind::LT:
+      return is_float ? b_.CreateFCmpOLT(x, y) : b_.CreateICmpSLT(x, y);
+    case ExprKind::LE:
+      return is_float ? b_.CreateFCmpOLE(x, y) : b_.CreateICmpSLE(x, y);
+    case ExprKind::EQ:
+      return is_float ? b_.CreateFCmpOEQ(x, y) : b_.CreateICmpEQ(x, y);
+    case ExprKind::And:
+      return b_.CreateAnd(x, y);
+    default:
+      break;
   }
   internal_error(__FILE__, __LINE__, std::string("cannot emit ") + to_string(e.kind()));
 }
@@ -283,7 +305,8 @@ std::unique_ptr<llvm::Module> emit_module(llvm::LLVMContext& ctx, const lower::L
   }
   std::string errors;
   llvm::raw_string_ostream os(errors);
-  if (llvm::verifyModule(*module, &os)) internal_error(__FILE__, __LINE__, "invalid LLVM IR: " + errors);
+  if (llvm::verifyModule(*module, &os))
+    internal_error(__FILE__, __LINE__, "invalid LLVM IR: " + errors);
   return module;
 }
 

@@ -43,8 +43,8 @@ class FunctionEmitter {
   // An alloca in the function's entry block (so it is allocated once per call).
   llvm::Value* entry_alloca(llvm::Type* type, uint64_t count, uint64_t align);
   // Emits `for (i = begin; i < end; ++i) body(i)` and leaves the builder after it.
-  void emit_loop(llvm::Value* begin, llvm::Value* end, const std::function<void(llvm::Value*)>& body,
-                 const char* name);
+  void emit_loop(llvm::Value* begin, llvm::Value* end,
+                 const std::function<void(llvm::Value*)>& body, const char* name);
 
  private:
   void emit_for(const ir::ForNode& f);

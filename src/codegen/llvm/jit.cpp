@@ -23,11 +23,14 @@ namespace orc = llvm::orc;
 
 namespace {
 
-std::string message(llvm::Error e) { return llvm::toString(std::move(e)); }
+std::string message(llvm::Error e) {
+  return llvm::toString(std::move(e));
+}
 
 template <typename T>
 T unwrap(llvm::Expected<T> value, const char* what) {
-  if (!value) internal_error(__FILE__, __LINE__, std::string(what) + ": " + message(value.takeError()));
+  if (!value)
+    internal_error(__FILE__, __LINE__, std::string(what) + ": " + message(value.takeError()));
   return std::move(*value);
 }
 
@@ -52,9 +55,9 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const CpuTarget& t) {
   if (!target) internal_error(__FILE__, __LINE__, "no LLVM target for " + triple + ": " + error);
   llvm::TargetOptions options;
   options.AllowFPOpFusion = llvm::FPOpFusion::Fast;
-  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      triple, t.cpu, t.features, options, llvm::Reloc::PIC_, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive, /*JIT=*/true));
+  return std::unique_ptr<llvm::TargetMachine>(
+      target->createTargetMachine(triple, t.cpu, t.features, options, llvm::Reloc::PIC_,
+                                  std::nullopt, llvm::CodeGenOptLevel::Aggressive, /*JIT=*/true));
 }
 
 // The module-level pipeline: O2 (the micro-kernel is already explicit vector code;
@@ -110,7 +113,8 @@ class Engine {
                            "exposing process symbols"));
     orc::MangleAndInterner mangle(jit_->getExecutionSession(), jit_->getDataLayout());
     auto symbol = [](auto* fn) {
-      return llvm::orc::ExecutorSymbolDef(llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported);
+      return llvm::orc::ExecutorSymbolDef(llvm::orc::ExecutorAddr::fromPtr(fn),
+                                          llvm::JITSymbolFlags::Exported);
     };
     check(jd.define(orc::absoluteSymbols({
               {mangle("dietcode_parallel_for"), symbol(&dietcode_parallel_for)},

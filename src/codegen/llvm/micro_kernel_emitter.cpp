@@ -75,17 +75,27 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   }
 
   // Full tiles work on C in place; edge tiles on a padded copy.
-  llvm::Value* full = b.CreateAnd(b.CreateICmpEQ(m_valid, imm(MR)), b.CreateICmpEQ(n_valid, imm(NR)));
+  llvm::Value* full =
+      b.CreateAnd(b.CreateICmpEQ(m_valid, imm(MR)), b.CreateICmpEQ(n_valid, imm(NR)));
   llvm::Value* scratch = fe.entry_alloca(f32, MR * NR, 64);
   llvm::Value* tile = b.CreateSelect(full, c_base, scratch);
   llvm::Value* ld = b.CreateSelect(full, ldc, imm(NR));
-  auto copy_valid = [&](llvm::Value* dst, llvm::Value* dst_ld, llvm::Value* src, llvm::Value* src_ld) {
-    fe.emit_loop(imm(0), m_valid, [&](llvm::Value* i) {
-      fe.emit_loop(imm(0), n_valid, [&](llvm::Value* j) {
-        llvm::Value* v = b.CreateAlignedLoad(f32, gep(src, b.CreateAdd(b.CreateMul(i, src_ld), j)), elem_align);
-        b.CreateAlignedStore(v, gep(dst, b.CreateAdd(b.CreateMul(i, dst_ld), j)), elem_align);
-      }, "edge.j");
-    }, "edge.i");
+  auto copy_valid = [&](llvm::Value* dst, llvm::Value* dst_ld, llvm::Value* src,
+                        llvm::Value* src_ld) {
+    fe.emit_loop(
+        imm(0), m_valid,
+        [&](llvm::Value* i) {
+          fe.emit_loop(
+              imm(0), n_valid,
+              [&](llvm::Value* j) {
+                llvm::Value* v = b.CreateAlignedLoad(
+                    f32, gep(src, b.CreateAdd(b.CreateMul(i, src_ld), j)), elem_align);
+                b.CreateAlignedStore(v, gep(dst, b.CreateAdd(b.CreateMul(i, dst_ld), j)),
+                                     elem_align);
+              },
+              "edge.j");
+        },
+        "edge.i");
   };
   auto branch = [&](llvm::Value* cond, const char* name, const std::function<void()>& then) {
     llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx, name, fn);
@@ -129,7 +139,8 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   auto k_step = [&](llvm::Value* k, Tile& acc) {
     llvm::Value* b_row = gep(b_base, b.CreateMul(k, b_k_stride));
     std::vector<llvm::Value*> bv(V);
-    for (int64_t v = 0; v < V; ++v) bv[v] = b.CreateAlignedLoad(vt, gep(b_row, imm(v * W)), elem_align);
+    for (int64_t v = 0; v < V; ++v)
+      bv[v] = b.CreateAlignedLoad(vt, gep(b_row, imm(v * W)), elem_align);
     llvm::Value* a_off = b.CreateMul(k, a_k_stride);
     for (int64_t i = 0; i < MR; ++i) {
       llvm::Value* a = b.CreateAlignedLoad(f32, gep(a_rows[i], a_off), elem_align);
@@ -138,7 +149,8 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
     }
   };
   // A k-loop over [begin, end) in steps of `unroll`, carrying the accumulators.
-  auto k_loop = [&](llvm::Value* begin, llvm::Value* end, int64_t unroll, Tile acc_in, const char* name) {
+  auto k_loop = [&](llvm::Value* begin, llvm::Value* end, int64_t unroll, Tile acc_in,
+                    const char* name) {
     llvm::BasicBlock* pre = b.GetInsertBlock();
     llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx, std::string(name) + ".header", fn);
     llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx, std::string(name) + ".body", fn);
@@ -161,7 +173,8 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
     llvm::BasicBlock* latch = b.GetInsertBlock();
     k->addIncoming(b.CreateAdd(k, imm(unroll), "", false, true), latch);
     for (int64_t i = 0; i < MR; ++i)
-      for (int64_t v = 0; v < V; ++v) llvm::cast<llvm::PHINode>(phis[i][v])->addIncoming(acc[i][v], latch);
+      for (int64_t v = 0; v < V; ++v)
+        llvm::cast<llvm::PHINode>(phis[i][v])->addIncoming(acc[i][v], latch);
     b.CreateBr(header);
     b.SetInsertPoint(exit);
     return phis;  // the header's values are live on exit
@@ -186,10 +199,15 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
       llvm::Value* n_full = b.CreateICmpEQ(n_valid, imm(NR));
       branch(b.CreateNot(n_full), "bias.copy", [&] {
         for (int64_t v = 0; v < V; ++v)
-          b.CreateAlignedStore(llvm::Constant::getNullValue(vt), gep(bias_copy, imm(v * W)), elem_align);
-        fe.emit_loop(imm(0), n_valid, [&](llvm::Value* j) {
-          b.CreateAlignedStore(b.CreateAlignedLoad(f32, gep(bias_base, j), elem_align), gep(bias_copy, j), elem_align);
-        }, "bias.j");
+          b.CreateAlignedStore(llvm::Constant::getNullValue(vt), gep(bias_copy, imm(v * W)),
+                               elem_align);
+        fe.emit_loop(
+            imm(0), n_valid,
+            [&](llvm::Value* j) {
+              b.CreateAlignedStore(b.CreateAlignedLoad(f32, gep(bias_base, j), elem_align),
+                                   gep(bias_copy, j), elem_align);
+            },
+            "bias.j");
       });
       llvm::Value* bias = b.CreateSelect(n_full, bias_base, bias_copy);
       for (int64_t v = 0; v < V; ++v) {
@@ -217,7 +235,8 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   }
 
   for (int64_t i = 0; i < MR; ++i)
-    for (int64_t v = 0; v < V; ++v) b.CreateAlignedStore(acc[i][v], row_ptr(tile, ld, i, v), elem_align);
+    for (int64_t v = 0; v < V; ++v)
+      b.CreateAlignedStore(acc[i][v], row_ptr(tile, ld, i, v), elem_align);
   branch(b.CreateNot(full), "copy_out", [&] { copy_valid(c_base, ldc, scratch, imm(NR)); });
 }
 

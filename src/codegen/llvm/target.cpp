@@ -17,7 +17,9 @@ CpuTarget detect_host() {
     auto it = features.find(f);
     return it != features.end() && it->second;
   };
-  for (const auto& f : features) t.features += std::string(t.features.empty() ? "" : ",") + (f.second ? "+" : "-") + f.first().str();
+  for (const auto& f : features)
+    t.features +=
+        std::string(t.features.empty() ? "" : ",") + (f.second ? "+" : "-") + f.first().str();
   if (!has("avx2") || !has("fma"))
     user_error("this CPU ({}) lacks AVX2 + FMA, the minimum vector ISA dietcode generates code for",
                t.cpu);
