@@ -1,0 +1,63 @@
+// The vendor libraries that `dietcode bench` measures beside generated kernels.
+//
+// Each peer is a small plugin (libdietcode_peer_NAME.so) linked against its library and
+// loaded with dlopen at run time, so a library missing on the machine is reported by name
+// and the benchmark still runs the others.
+//
+// A peer gets its best honest use: it may prepare several variants of one problem
+// (weight layouts, primitives), each with its own setup done outside the timing; the
+// harness times every variant and keeps the fastest.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dietcode::bench {
+
+// C[b] = A[b] * op(B[b]) for b < batch, all row-major float32:
+//   A[b] is [m, k] (lda = k), C[b] is [m, n] (ldc = n),
+//   B[b] is [n, k] when b_layout_nk (dense weights, attention's K), else [k, n].
+// When b_shared, one B serves every batch entry (dense weights).
+struct GemmProblem {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  bool b_layout_nk = true;
+  bool b_shared = true;
+};
+
+struct PeerVariant {
+  std::string label;           // e.g. "matmul", "inner_product", "B[k,n]"
+  std::function<void()> run;   // computes C from A and B; safe to call repeatedly
+  double setup_seconds = 0;    // primitive creation, weight reorders, ... (not timed)
+};
+
+class Peer {
+ public:
+  virtual ~Peer() = default;
+  virtual std::string name() const = 0;     // "openblas", "onednn", "blis", "libxsmm"
+  virtual std::string version() const = 0;
+  // Uses `threads` threads for every later call (the library's own thread control).
+  virtual void set_threads(int threads) = 0;
+  // Empty if the peer can compute `p`, else why not (e.g. LIBXSMM and a transposed operand).
+  virtual std::string unsupported(const GemmProblem& p) const = 0;
+  // Variants computing `p` on these buffers (a: batch*m*k, b: (b_shared ? 1 : batch)*n*k,
+  // c: batch*m*n). The buffers outlive the variants. Throws std::runtime_error on failure.
+  virtual std::vector<PeerVariant> prepare(const GemmProblem& p, const float* a, const float* b,
+                                           float* c) = 0;
+};
+
+// Each plugin exports this symbol.
+extern "C" using MakePeerFn = Peer* (*)();
+#define DIETCODE_PEER_ENTRY "dietcode_make_peer"
+
+struct LoadedPeers {
+  std::vector<std::shared_ptr<Peer>> peers;
+  std::vector<std::string> missing;  // "blis: libblis.so.4: cannot open shared object file"
+};
+
+// Loads the plugins named (default: all four) from `directory`.
+LoadedPeers load_peers(const std::string& directory, const std::vector<std::string>& names);
+
+}  // namespace dietcode::bench
