@@ -1,6 +1,7 @@
 #include "runtime/kernel.h"
 
 #include <chrono>
+#include <cstring>
 
 #include "codegen/llvm/jit.h"
 #include "support/error.h"
@@ -30,6 +31,25 @@ Kernel Kernel::compile(const te::Operator& op, const schedule::MicroKernelSchedu
 
 namespace {
 
+// Pre-packed weights start with a 64-byte header (keeping the payload 64-byte aligned)
+// so that raw weights, or weights packed for another micro-kernel, passed where packed
+// ones belong are refused instead of silently computing garbage.
+constexpr int64_t kHeaderFloats = 16;
+constexpr uint64_t kPackedMagic = 0x6B6361506F444344ULL;  // "DCDoPack"
+
+struct PackedHeader {
+  uint64_t magic;
+  uint64_t layout;  // identifies the packed layout: schedule and packed size
+};
+static_assert(sizeof(PackedHeader) <= kHeaderFloats * sizeof(float));
+
+uint64_t layout_id(const schedule::MicroKernelSchedule& s, int64_t packed_elements) {
+  std::string key = schedule::to_json_text(s) + "/" + std::to_string(packed_elements);
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char c : key) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
 void check_tensor(const te::Operator& op, const std::string& name, const float* data,
                   int64_t elements, int64_t expected) {
   if (!data) user_error("operator {}: buffer {} is a null pointer", op.name, name);
@@ -50,10 +70,25 @@ void Kernel::run(const std::vector<int64_t>& shape, const std::vector<ConstTenso
   std::vector<float*> pointers;
   for (size_t i = 0; i < inputs.size(); ++i) {
     bool packed = needs_prepack() && static_cast<int>(i) == prepacked_input();
-    int64_t expected = packed ? ir::evaluate_int(lowered_.packed_b_size, bindings) : sizes[i];
-    check_tensor(op_, op_.inputs[i].tensor.name() + (packed ? " (pre-packed)" : ""), inputs[i].data,
-                 inputs[i].elements, expected);
-    pointers.push_back(const_cast<float*>(inputs[i].data));  // generated code only reads inputs
+    if (!packed) {
+      check_tensor(op_, op_.inputs[i].tensor.name(), inputs[i].data, inputs[i].elements, sizes[i]);
+      pointers.push_back(const_cast<float*>(inputs[i].data));  // generated code only reads inputs
+      continue;
+    }
+    int64_t payload = ir::evaluate_int(lowered_.packed_b_size, bindings);
+    const std::string name = op_.inputs[i].tensor.name() + " (pre-packed)";
+    check_tensor(op_, name, inputs[i].data, inputs[i].elements, payload + kHeaderFloats);
+    PackedHeader header;
+    std::memcpy(&header, inputs[i].data, sizeof header);
+    if (header.magic != kPackedMagic)
+      user_error("operator {}: buffer {} does not hold pre-packed weights; pass what Kernel::prepack "
+                 "returned",
+                 op_.name, name);
+    if (header.layout != layout_id(schedule_, payload))
+      user_error("operator {}: buffer {} was packed for another micro-kernel or shape; pack it with this "
+                 "kernel's prepack()",
+                 op_.name, name);
+    pointers.push_back(const_cast<float*>(inputs[i].data) + kHeaderFloats);
   }
   check_tensor(op_, op_.compute.output.name(), output.data, output.elements, sizes.back());
   pointers.push_back(output.data);
@@ -63,7 +98,7 @@ void Kernel::run(const std::vector<int64_t>& shape, const std::vector<ConstTenso
 int64_t Kernel::packed_size(const std::vector<int64_t>& shape) const {
   if (!needs_prepack())
     user_error("operator {}: this schedule does not pre-pack an input", op_.name);
-  return ir::evaluate_int(lowered_.packed_b_size, op_.bind(shape));
+  return kHeaderFloats + ir::evaluate_int(lowered_.packed_b_size, op_.bind(shape));
 }
 
 AlignedBuffer Kernel::prepack(const std::vector<int64_t>& shape, ConstTensor source) const {
@@ -73,8 +108,12 @@ AlignedBuffer Kernel::prepack(const std::vector<int64_t>& shape, ConstTensor sou
   const te::Input& in = op_.inputs[prepacked_input()];
   check_tensor(op_, in.tensor.name(), source.data, source.elements,
                ir::evaluate_int(ir::element_count(in.tensor), bindings));
-  AlignedBuffer packed(ir::evaluate_int(lowered_.packed_b_size, bindings));
-  float* buffers[2] = {const_cast<float*>(source.data), packed.data()};
+  int64_t payload = ir::evaluate_int(lowered_.packed_b_size, bindings);
+  AlignedBuffer packed(kHeaderFloats + payload);
+  PackedHeader header{kPackedMagic, layout_id(schedule_, payload)};
+  std::memset(packed.data(), 0, kHeaderFloats * sizeof(float));
+  std::memcpy(packed.data(), &header, sizeof header);
+  float* buffers[2] = {const_cast<float*>(source.data), packed.data() + kHeaderFloats};
   code_->prepack()(shape.data(), buffers);
   return packed;
 }

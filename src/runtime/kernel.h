@@ -53,7 +53,8 @@ class Kernel {
 
   bool needs_prepack() const { return lowered_.prepacked_b; }
   int prepacked_input() const { return lowered_.prepacked_input; }
-  // The element count of the pre-packed input for a shape.
+  // The element count of the pre-packed input for a shape (a 16-float header that
+  // identifies the packed layout, then the panels).
   int64_t packed_size(const std::vector<int64_t>& shape) const;
   // Packs a constant input once, for every later call with this shape's constant dims.
   AlignedBuffer prepack(const std::vector<int64_t>& shape, ConstTensor source) const;

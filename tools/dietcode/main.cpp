@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   Action action;
   register_verify(app, action);
   register_inspect(app, action);
+  register_bench(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

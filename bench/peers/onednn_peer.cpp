@@ -1,0 +1,142 @@
+// The oneDNN peer: the matmul and inner_product primitives (forward inference, f32), with
+// constant weights reordered once into the layout the primitive prefers.
+#include <omp.h>
+
+#include <dnnl.hpp>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "peer_common.h"
+
+namespace dietcode::bench::peers {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+
+const char* isa_name(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::sse41:
+      return "sse41";
+    case dnnl::cpu_isa::avx:
+      return "avx";
+    case dnnl::cpu_isa::avx2:
+      return "avx2";
+    case dnnl::cpu_isa::avx2_vnni:
+      return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_core:
+      return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "other isa";
+  }
+}
+
+class OnednnPeer final : public Peer {
+ public:
+  std::string name() const override { return "onednn"; }
+  std::string version() const override {
+    const dnnl_version_t* v = dnnl_version();
+    return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+           std::to_string(v->patch) + " (" + isa_name(dnnl::get_effective_cpu_isa()) + ", OpenMP)";
+  }
+  // oneDNN's OpenMP runtime takes its thread count from the calling thread's
+  // omp_get_max_threads(), and its primitives split their work when they are created.
+  void set_threads(int threads) override {
+    threads_ = threads;
+    omp_set_num_threads(threads);
+  }
+  std::string unsupported(const GemmProblem&) const override { return ""; }
+
+  std::vector<PeerVariant> prepare(const GemmProblem& p, const float* a, const float* b,
+                                   float* c) override {
+    check_problem(p);
+    if (threads_ > 0) omp_set_num_threads(threads_);
+    std::vector<PeerVariant> variants;
+    try {
+      variants.push_back(matmul(p, a, b, c));
+      // inner_product has no batch: it needs one B for all rows.
+      if (p.b_shared || p.batch == 1) variants.push_back(inner_product(p, a, b, c));
+    } catch (const dnnl::error& e) {
+      throw std::runtime_error(std::string("oneDNN: ") + e.what());
+    }
+    return variants;
+  }
+
+ private:
+  using Args = std::unordered_map<int, memory>;
+
+  PeerVariant matmul(const GemmProblem& p, const float* a, const float* b, float* c) {
+    Stopwatch watch;
+    const memory::dim rows = gemm_rows(p), n = p.n, k = p.k;
+    memory::desc src, wei, dst;
+    if (gemm_count(p) == 1) {
+      src = {{rows, k}, memory::data_type::f32, tag::ab};
+      wei = {{k, n}, memory::data_type::f32, p.b_layout_nk ? tag::ba : tag::ab};
+      dst = {{rows, n}, memory::data_type::f32, tag::ab};
+    } else {
+      src = {{p.batch, rows, k}, memory::data_type::f32, tag::abc};
+      wei = {{p.batch, k, n}, memory::data_type::f32, p.b_layout_nk ? tag::acb : tag::abc};
+      dst = {{p.batch, rows, n}, memory::data_type::f32, tag::abc};
+    }
+    dnnl::matmul::primitive_desc pd({src, weights_request(p, wei), dst}, engine_);
+    return finish("matmul", dnnl::matmul(pd), pd.weights_desc(), src, wei, dst, a, b, c, watch);
+  }
+
+  PeerVariant inner_product(const GemmProblem& p, const float* a, const float* b, float* c) {
+    Stopwatch watch;
+    const memory::dim rows = gemm_rows(p), n = p.n, k = p.k;
+    memory::desc src{{rows, k}, memory::data_type::f32, tag::nc};
+    memory::desc wei{{n, k}, memory::data_type::f32, p.b_layout_nk ? tag::oi : tag::io};
+    memory::desc dst{{rows, n}, memory::data_type::f32, tag::nc};
+    dnnl::inner_product_forward::primitive_desc pd(
+        {dnnl::prop_kind::forward_inference, src, weights_request(p, wei), dst}, engine_);
+    return finish("inner_product", dnnl::inner_product_forward(pd), pd.weights_desc(), src, wei,
+                  dst, a, b, c, watch);
+  }
+
+  // Constant weights may be reordered once into the primitive's preferred layout; a B that
+  // changes per call (attention) has to be read as it is.
+  static memory::desc weights_request(const GemmProblem& p, const memory::desc& user) {
+    if (!p.b_shared) return user;
+    return {user.dims(), memory::data_type::f32, tag::any};
+  }
+
+  PeerVariant finish(const std::string& label, dnnl::primitive prim, const memory::desc& prim_wei,
+                     const memory::desc& src, const memory::desc& wei, const memory::desc& dst,
+                     const float* a, const float* b, float* c, const Stopwatch& watch) {
+    memory user_wei(wei, engine_, const_cast<float*>(b));
+    memory wei_mem = user_wei;
+    if (prim_wei != wei) {
+      wei_mem = memory(prim_wei, engine_);
+      dnnl::reorder(user_wei, wei_mem).execute(stream_, user_wei, wei_mem);
+      stream_.wait();
+    }
+    Args args{{DNNL_ARG_SRC, memory(src, engine_, const_cast<float*>(a))},
+              {DNNL_ARG_WEIGHTS, wei_mem},
+              {DNNL_ARG_DST, memory(dst, engine_, c)}};
+    auto run = [prim, args, stream = stream_, threads = threads_]() mutable {
+      // omp_set_num_threads binds to the calling thread; the harness may time on another.
+      if (threads > 0) omp_set_num_threads(threads);
+      prim.execute(stream, args);
+      stream.wait();
+    };
+    return {label, run, watch.seconds()};
+  }
+
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream_{engine_};
+  int threads_ = 0;
+};
+
+}  // namespace
+}  // namespace dietcode::bench::peers
+
+DIETCODE_DEFINE_PEER_ENTRY(dietcode::bench::peers::OnednnPeer)

@@ -1,0 +1,78 @@
+// The OpenBLAS peer: cblas_sgemm (and cblas_sgemv for a single row), row-major, with
+// OpenBLAS's own thread pool.
+#include <cblas.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "peer_common.h"
+
+namespace dietcode::bench::peers {
+namespace {
+
+// C = A op(B) for every batch entry, B stored [n,k] if `nk`; `keep` owns `b` if a copy.
+std::function<void()> gemm(const GemmProblem& p, const float* a, const float* b, bool nk, float* c,
+                           std::shared_ptr<const void> keep) {
+  const int rows = static_cast<int>(gemm_rows(p)), n = static_cast<int>(p.n),
+            k = static_cast<int>(p.k);
+  const int64_t count = gemm_count(p);
+  return [=, keep = std::move(keep)] {
+    for (int64_t i = 0; i < count; ++i)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, nk ? CblasTrans : CblasNoTrans, rows, n, k, 1.0f,
+                  a + i * rows * k, k, b + i * n * k, nk ? k : n, 0.0f, c + i * rows * n, n);
+  };
+}
+
+// The same for one row of A: OpenBLAS 0.3.21's sgemm packs all of B even then.
+std::function<void()> gemv(const GemmProblem& p, const float* a, const float* b, bool nk, float* c,
+                           std::shared_ptr<const void> keep) {
+  const int n = static_cast<int>(p.n), k = static_cast<int>(p.k);
+  const int64_t count = gemm_count(p);
+  return [=, keep = std::move(keep)] {
+    for (int64_t i = 0; i < count; ++i)
+      cblas_sgemv(CblasRowMajor, nk ? CblasNoTrans : CblasTrans, nk ? n : k, nk ? k : n, 1.0f,
+                  b + i * n * k, nk ? k : n, a + i * k, 1, 0.0f, c + i * n, 1);
+  };
+}
+
+class OpenBlasPeer final : public Peer {
+ public:
+  std::string name() const override { return "openblas"; }
+  std::string version() const override {
+    return std::string(openblas_get_config()) + " (core " + openblas_get_corename() + ")";
+  }
+  void set_threads(int threads) override { openblas_set_num_threads(threads); }
+  std::string unsupported(const GemmProblem& p) const override { return int32_limit(p); }
+
+  std::vector<PeerVariant> prepare(const GemmProblem& p, const float* a, const float* b,
+                                   float* c) override {
+    check_problem(p);
+    std::vector<PeerVariant> variants;
+    add(p, a, b, p.b_layout_nk, c, "", {}, 0, &variants);
+    // Constant weights may be stored once in whichever layout runs faster (OpenBLAS packs
+    // the two differently); a B that changes per call (attention) may not.
+    if (p.b_shared) {
+      Stopwatch watch;
+      auto copy = std::make_shared<std::vector<float>>(p.b_layout_nk ? transposed(b, p.n, p.k)
+                                                                     : transposed(b, p.k, p.n));
+      add(p, a, copy->data(), !p.b_layout_nk, c, " copy", copy, watch.seconds(), &variants);
+    }
+    return variants;
+  }
+
+ private:
+  static void add(const GemmProblem& p, const float* a, const float* b, bool nk, float* c,
+                  const std::string& suffix, const std::shared_ptr<const void>& keep, double setup,
+                  std::vector<PeerVariant>* variants) {
+    const std::string label = layout_label(nk) + suffix;
+    variants->push_back({label, gemm(p, a, b, nk, c, keep), setup});
+    if (gemm_rows(p) == 1)
+      variants->push_back({label + " gemv", gemv(p, a, b, nk, c, keep), setup});
+  }
+};
+
+}  // namespace
+}  // namespace dietcode::bench::peers
+
+DIETCODE_DEFINE_PEER_ENTRY(dietcode::bench::peers::OpenBlasPeer)

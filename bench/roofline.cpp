@@ -1,0 +1,149 @@
+#include "bench/roofline.h"
+
+#include <fmt/format.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "runtime/buffer.h"
+
+namespace dietcode::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// 12 independent FMA chains (enough to cover FMA latency x throughput on current x86).
+__attribute__((target("avx2,fma"))) float fma_chains_avx2(int64_t iterations) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(0.001f * i);
+  const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(0.0001f);
+  for (int64_t it = 0; it < iterations; ++it)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  __m256 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
+  return _mm256_cvtss_f32(s);
+}
+
+__attribute__((target("avx512f"))) float fma_chains_avx512(int64_t iterations) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(0.001f * i);
+  const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(0.0001f);
+  for (int64_t it = 0; it < iterations; ++it)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  __m512 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, s);
+  return lanes[0] + lanes[15];
+}
+
+__attribute__((target("avx2"))) float read_sum(const float* p, int64_t n, int passes) {
+  __m256 acc[8];
+  for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
+  for (int pass = 0; pass < passes; ++pass)
+    for (int64_t i = 0; i + 64 <= n; i += 64)
+      for (int j = 0; j < 8; ++j) acc[j] = _mm256_add_ps(acc[j], _mm256_load_ps(p + i + 8 * j));
+  for (int i = 1; i < 8; ++i) acc[0] = _mm256_add_ps(acc[0], acc[i]);
+  return _mm256_cvtss_f32(acc[0]);
+}
+
+// Runs fn(thread_index) on `threads` threads at once; returns the wall time.
+template <typename Fn>
+double timed_on_threads(int threads, Fn fn) {
+  std::vector<std::thread> pool;
+  auto start = Clock::now();
+  for (int t = 1; t < threads; ++t) pool.emplace_back(fn, t);
+  fn(0);
+  for (std::thread& t : pool) t.join();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+volatile float sink;
+
+double measure_peak(int threads, const std::string& isa) {
+  const int64_t iterations = 20'000'000;
+  const double lanes = isa == "avx512" ? 16 : 8;
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep)
+    best = std::min(best, timed_on_threads(threads, [&](int) {
+                      sink = isa == "avx512" ? fma_chains_avx512(iterations) : fma_chains_avx2(iterations);
+                    }));
+  return threads * iterations * 12.0 * lanes * 2.0 / best * 1e-9;
+}
+
+double measure_bandwidth(int threads, int64_t bytes_per_thread) {
+  int64_t n = std::max<int64_t>(bytes_per_thread / 4 / 64 * 64, 64);
+  std::vector<runtime::AlignedBuffer> buffers;
+  for (int t = 0; t < threads; ++t) {
+    buffers.emplace_back(n);
+    for (int64_t i = 0; i < n; ++i) buffers.back()[i] = 1.0f;
+  }
+  int passes = static_cast<int>(std::clamp<int64_t>((int64_t{1} << 30) / (n * 4), 1, 100000));
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep)
+    best = std::min(best, timed_on_threads(threads, [&](int t) { sink = read_sum(buffers[t].data(), n, passes); }));
+  return threads * double(n) * 4 * passes / best * 1e-9;
+}
+
+// Cache size in bytes from sysfs (index1.. for data/unified caches), 0 if unknown.
+int64_t cache_bytes(int level) {
+  for (int index = 0; index < 8; ++index) {
+    std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", index);
+    std::ifstream lvl(dir + "level"), type(dir + "type"), size(dir + "size");
+    int l = 0;
+    std::string t, s;
+    if (!(lvl >> l) || !(type >> t) || !(size >> s)) continue;
+    if (l != level || t == "Instruction") continue;
+    int64_t v = std::atoll(s.c_str());
+    if (s.back() == 'K') v <<= 10;
+    if (s.back() == 'M') v <<= 20;
+    return v;
+  }
+  return 0;
+}
+
+}  // namespace
+
+const MemoryLevel& Roofline::level_for(double bytes) const {
+  for (const MemoryLevel& l : levels)
+    if (bytes <= l.capacity) return l;
+  return levels.back();
+}
+
+double Roofline::ceiling_gflops(double flops, double bytes) const {
+  double seconds = bytes / (level_for(bytes).gbps * 1e9);
+  return std::min(peak_gflops, flops / seconds * 1e-9);
+}
+
+std::string Roofline::describe() const {
+  std::string s = fmt::format("roofline ({} thread{}): FMA peak {:.1f} GFLOP/s", threads, threads > 1 ? "s" : "",
+                              peak_gflops);
+  for (const MemoryLevel& l : levels)
+    s += fmt::format(", {} {:.0f} GB/s{}", l.name, l.gbps,
+                     l.name == "DRAM" ? "" : fmt::format(" (<= {} KiB)", l.capacity >> 10));
+  return s;
+}
+
+Roofline measure_roofline(int threads, const std::string& isa) {
+  Roofline r;
+  r.threads = threads;
+  r.peak_gflops = measure_peak(threads, isa);
+  int64_t l1 = cache_bytes(1), l2 = cache_bytes(2), l3 = cache_bytes(3);
+  if (l1 == 0) l1 = 32 << 10;
+  if (l2 == 0) l2 = 512 << 10;
+  if (l3 == 0) l3 = 8 << 20;
+  // Private levels scale with the threads; the last level is shared. Data is measured at
+  // half of each capacity so that it stays resident.
+  r.levels.push_back({"L1", l1 * threads, measure_bandwidth(threads, l1 / 2)});
+  r.levels.push_back({"L2", l2 * threads, measure_bandwidth(threads, l2 / 2)});
+  r.levels.push_back({"L3", l3, measure_bandwidth(threads, l3 / 2 / threads)});
+  r.levels.push_back({"DRAM", int64_t{1} << 62, measure_bandwidth(threads, (l3 * 4) / threads)});
+  return r;
+}
+
+}  // namespace dietcode::bench

@@ -1,0 +1,56 @@
+#include "bench/workloads.h"
+
+#include <fmt/format.h>
+
+#include "ops/batch_matmul.h"
+#include "ops/dense.h"
+#include "support/error.h"
+
+namespace dietcode::bench {
+
+GemmProblem WorkloadLayer::problem(int64_t t) const {
+  return GemmProblem{batch, t_in_m ? t : m, t_in_n ? t : n, t_in_k ? t : k, b_layout_nk, b_shared};
+}
+
+std::vector<std::string> workload_names() { return {"bert-dense", "bert-attention"}; }
+
+Workload make_workload(const std::string& name, int64_t t_max) {
+  te::ShapeVar t = te::shape_var("T", 1, t_max);
+  ir::Expr tv = t.var;
+  Workload w{name, {}};
+  if (name == "bert-dense") {
+    for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}}) {
+      WorkloadLayer l;
+      l.name = fmt::format("bert-dense-{}x{}", n, k);
+      l.op = ops::dense({t}, tv, n, k);
+      l.n = n;
+      l.k = k;
+      w.layers.push_back(std::move(l));
+    }
+    return w;
+  }
+  if (name == "bert-attention") {
+    WorkloadLayer qk;  // scores[h] = Q[h] (T x 64) * K[h]^T, K stored [T, 64]: NT
+    qk.name = "bert-attention-qk-b12";
+    qk.op = ops::batch_matmul({t}, 12, tv, tv, 64, ops::Layout::NT);
+    qk.batch = 12;
+    qk.t_in_n = true;
+    qk.k = 64;
+    qk.b_shared = false;
+    WorkloadLayer sv;  // context[h] = S[h] (T x T) * V[h] (T x 64): NN
+    sv.name = "bert-attention-sv-b12";
+    sv.op = ops::batch_matmul({t}, 12, tv, 64, tv, ops::Layout::NN);
+    sv.batch = 12;
+    sv.t_in_k = true;
+    sv.n = 64;
+    sv.b_layout_nk = false;
+    sv.b_shared = false;
+    w.layers = {qk, sv};
+    return w;
+  }
+  std::string known;
+  for (const std::string& n : workload_names()) known += (known.empty() ? "" : ", ") + n;
+  user_error("unknown workload '{}'; expected one of: {}", name, known);
+}
+
+}  // namespace dietcode::bench

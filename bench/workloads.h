@@ -1,0 +1,39 @@
+// Named benchmark workloads: the operators of record (../shared/DIETCODE.md) at a
+// sequence length T, each with the GEMM view its peers compute.
+//
+//   bert-dense      the four BERT-base dense layers (N, K) = (2304, 768) (768, 768)
+//                   (3072, 768) (768, 3072), M = T (batch 1)
+//   bert-attention  batch_matmul over 12 heads, head size 64: Q K^T ([T,64] x [64,T])
+//                   and S V ([T,T] x [T,64])
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench/peers/peer.h"
+#include "te/tensor.h"
+
+namespace dietcode::bench {
+
+struct WorkloadLayer {
+  std::string name;  // e.g. "bert-dense-2304x768", "bert-attention-qk-b12"
+  te::Operator op;   // one shape variable, T
+  // The problem at sequence length t, as the peers see it.
+  GemmProblem problem(int64_t t) const;
+  bool t_in_m = true, t_in_n = false, t_in_k = false;
+  int64_t batch = 1, m = 0, n = 0, k = 0;  // fixed dims (0 where T stands)
+  bool b_layout_nk = true, b_shared = true;
+};
+
+struct Workload {
+  std::string name;
+  std::vector<WorkloadLayer> layers;
+};
+
+// Throws dietcode::Error for an unknown name, listing the known ones.
+Workload make_workload(const std::string& name, int64_t t_max);
+std::vector<std::string> workload_names();
+
+inline double gemm_flops(const GemmProblem& p) { return 2.0 * p.batch * p.m * p.n * p.k; }
+
+}  // namespace dietcode::bench

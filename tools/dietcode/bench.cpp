@@ -1,0 +1,75 @@
+// `dietcode bench`: generated kernels against OpenBLAS, oneDNN, BLIS and LIBXSMM on a
+// named workload, with the machine's roofline; a table, and optionally CSV and a plot.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "bench/harness.h"
+#include "bench/report.h"
+#include "support/error.h"
+#include "support/parse.h"
+#include "tools/dietcode/subcommands.h"
+
+namespace dietcode::tool {
+
+namespace {
+
+struct BenchCliOptions {
+  bench::BenchOptions bench;
+  std::string m = "1..128";
+  std::string peers;
+  bool sweep = true;
+  std::string module, csv, plot;
+};
+
+std::string default_peers_dir() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "peers" : (exe.parent_path() / "peers").string();
+}
+
+int run_bench(BenchCliOptions o) {
+  if (!o.module.empty())
+    user_error("--module {}: tuned modules come with the auto-scheduler and are not supported yet; use --sweep",
+               o.module);
+  o.bench.t_values = parse_int_list(o.m, "--M");
+  if (!o.peers.empty()) {
+    size_t start = 0;
+    while (start <= o.peers.size()) {
+      size_t comma = o.peers.find(',', start);
+      o.bench.peers.push_back(o.peers.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  if (o.bench.peers_dir.empty()) o.bench.peers_dir = default_peers_dir();
+  bench::BenchResult r = bench::run_bench(o.bench);
+  fmt::print("{}", bench::format_table(r));
+  if (!o.csv.empty()) bench::write_csv(r, o.csv);
+  if (!o.plot.empty()) bench::write_plot(r, o.plot);
+  return 0;
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app, Action& action) {
+  auto o = std::make_shared<BenchCliOptions>();
+  CLI::App* cmd = app.add_subcommand("bench", "measure generated kernels against the vendor libraries");
+  cmd->add_option("--workload", o->bench.workload, "bert-dense or bert-attention")->capture_default_str();
+  cmd->add_option("--M", o->m, "sequence lengths: '1,17,127', '1..128' or both")->capture_default_str();
+  cmd->add_option("--threads", o->bench.threads, "threads for every implementation")->capture_default_str();
+  cmd->add_flag("--sweep", o->sweep, "best of a grid of micro-kernels per shape (the default)");
+  cmd->add_option("--module", o->module, "a tuned module (not supported yet)");
+  cmd->add_option("--peers", o->peers, "comma-separated subset of openblas,onednn,blis,libxsmm");
+  cmd->add_option("--peers-dir", o->bench.peers_dir, "folder of the peer plugins (default: beside the tool)");
+  cmd->add_option("--seconds", o->bench.seconds_per_measurement, "timed seconds per implementation and shape")
+      ->capture_default_str();
+  cmd->add_option("--csv", o->csv, "write one row per measurement to this CSV file");
+  cmd->add_option("--plot", o->plot, "write GFLOP/s vs M to this .svg or .png file (gnuplot)");
+  cmd->add_flag("--quiet", o->bench.quiet, "no progress on stderr");
+  cmd->callback([&action, o] { action = [o] { return run_bench(*o); }; });
+}
+
+}  // namespace dietcode::tool
