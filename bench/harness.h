@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/roofline.h"
+#include "schedule/micro_kernel.h"
 
 namespace dietcode::bench {
 
@@ -17,6 +18,8 @@ struct BenchOptions {
   int threads = 1;
   std::vector<std::string> peers;         // empty: all
   std::string peers_dir;                  // where the peer plugins are
+  // Our candidates: these micro-kernels (validated per layer) instead of the sweep grid.
+  std::vector<schedule::MicroKernelSchedule> kernels;
   double seconds_per_measurement = 0.05;  // target timed time per implementation and shape
   bool quiet = false;
 };

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "bench/harness.h"
@@ -21,13 +22,32 @@ struct BenchCliOptions {
   std::string m = "1..128";
   std::string peers;
   bool sweep = true;
-  std::string module, csv, plot;
+  std::string module, csv, plot, kernels;
+  bool winners = false;
 };
 
 std::string default_peers_dir() {
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? "peers" : (exe.parent_path() / "peers").string();
+}
+
+// One schedule (JSON) per line; blank lines and lines starting with # are skipped.
+std::vector<schedule::MicroKernelSchedule> read_kernels(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) user_error("--kernels {}: cannot open the file", path);
+  std::vector<schedule::MicroKernelSchedule> out;
+  std::string line;
+  for (int number = 1; std::getline(f, line); ++number) {
+    if (line.find_first_not_of(" \t") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
+    try {
+      out.push_back(schedule::schedule_from_json_text(line));
+    } catch (const Error& e) {
+      user_error("--kernels {}: line {}: {}", path, number, e.what());
+    }
+  }
+  if (out.empty()) user_error("--kernels {}: no schedule in the file", path);
+  return out;
 }
 
 int run_bench(BenchCliOptions o) {
@@ -45,8 +65,12 @@ int run_bench(BenchCliOptions o) {
     }
   }
   if (o.bench.peers_dir.empty()) o.bench.peers_dir = default_peers_dir();
+  if (!o.kernels.empty()) o.bench.kernels = read_kernels(o.kernels);
   bench::BenchResult r = bench::run_bench(o.bench);
   fmt::print("{}", bench::format_table(r));
+  if (o.winners)
+    for (const bench::Measurement& m : r.rows)
+      fmt::print("winner {} M={} {}: {} ({:.1f} GFLOP/s)\n", m.workload, m.m, m.impl, m.variant, m.gflops);
   if (!o.csv.empty()) bench::write_csv(r, o.csv);
   if (!o.plot.empty()) bench::write_plot(r, o.plot);
   return 0;
@@ -62,6 +86,8 @@ void register_bench(CLI::App& app, Action& action) {
   cmd->add_option("--threads", o->bench.threads, "threads for every implementation")->capture_default_str();
   cmd->add_flag("--sweep", o->sweep, "best of a grid of micro-kernels per shape (the default)");
   cmd->add_option("--module", o->module, "a tuned module (not supported yet)");
+  cmd->add_option("--kernels", o->kernels, "our candidates: a file of schedules (JSON), one per line");
+  cmd->add_flag("--winners", o->winners, "print the winning variant of every implementation per shape");
   cmd->add_option("--peers", o->peers, "comma-separated subset of openblas,onednn,blis,libxsmm");
   cmd->add_option("--peers-dir", o->bench.peers_dir, "folder of the peer plugins (default: beside the tool)");
   cmd->add_option("--seconds", o->bench.seconds_per_measurement, "timed seconds per implementation and shape")
