@@ -14,6 +14,7 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 // Named, rather than assigned from literals in the loop: GCC 12 warns falsely
 // (-Wrestrict, its bug 105329) on short literal assignments there.
 const std::string kParallelBatch = "batch", kParallelM = "m", kParallelN = "n";
+const std::string kInnerM = "m", kInnerN = "n";
 
 }  // namespace
 
@@ -21,16 +22,20 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, co
                                                       int threads) {
   ops::Contraction c = ops::match_contraction(op);
   schedule::MaxExtents ext = schedule::max_extents(c, op);
-  const bool avx512 = isa == "avx512";
-  // (mr, nr): from streaming shapes (one or two rows, wide) to square-ish compute tiles.
-  std::vector<std::pair<int64_t, int64_t>> tiles =
-      avx512 ? std::vector<std::pair<int64_t, int64_t>>{{1, 128}, {2, 96}, {4, 64}, {6, 64}, {8, 48}, {12, 32}, {14, 32}}
-             : std::vector<std::pair<int64_t, int64_t>>{{1, 32}, {2, 32}, {3, 24}, {4, 24}, {6, 16}, {8, 8}};
+  // Every tile height from 1 to 14 rows, each with the widest NR (a multiple of the
+  // vector width, at most 8 vectors) whose accumulators fit the register file: exact
+  // heights matter for small M, where a padded tile row is pure waste.
+  const schedule::VectorIsa& vec = schedule::vector_isa(isa);
+  std::vector<std::pair<int64_t, int64_t>> tiles;
+  for (int64_t mr = 1; mr <= 14; ++mr) {
+    int64_t vectors = std::min<int64_t>(8, (vec.registers - 1) / (mr + 1));
+    if (vectors >= 1) tiles.push_back({mr, vectors * vec.width});
+  }
   const bool batched = !c.batch_axes.empty();
   std::vector<schedule::MicroKernelSchedule> grid;
   for (auto [mr, nr] : tiles) {
     if (mr > ext.m) continue;
-    nr = std::min(nr, round_up(ext.n, avx512 ? 16 : 8));
+    nr = std::min(nr, round_up(ext.n, vec.width));
     schedule::MicroKernelSchedule base;
     base.isa = isa;
     base.mr = mr;
@@ -55,12 +60,14 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, co
       s.pack_a = schedule::PackA::Direct;
       variants.push_back(clamp_blocks(s));
     } else {
-      // Parallel over N blocks (small M: one M block) with two task counts per thread.
+      // Parallel over N blocks (small M: one M block), one or two tasks per thread;
+      // with two, the A micro-panel stays in L1 across the N tiles.
       for (int64_t tasks_per_thread : {1, 2}) {
         schedule::MicroKernelSchedule s = base;
         s.parallel = kParallelN;
         s.nc = round_up((ext.n + threads * tasks_per_thread - 1) / (threads * tasks_per_thread), nr);
         s.mc = round_up(96, mr);
+        s.inner_tile_loop = tasks_per_thread == 1 ? kInnerM : kInnerN;
         s.pack_a = mr <= 2 ? schedule::PackA::Direct : schedule::PackA::Packed;
         variants.push_back(clamp_blocks(s));
       }
@@ -69,6 +76,7 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, co
       s.parallel = kParallelM;
       s.mc = round_up(std::max<int64_t>(mr * 4, 64), mr);
       s.nc = round_up(1024, nr);
+      s.inner_tile_loop = kInnerN;
       variants.push_back(clamp_blocks(s));
     }
     for (const schedule::MicroKernelSchedule& s : variants) {

@@ -132,8 +132,15 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
   }
 
   Stmt body = make_micro_kernel(std::move(mk));
-  body = make_for(m_tile, 0, ceil_div(Var(m.len), s.mr), ForKind::Serial, body);
-  body = make_for(n_tile, 0, ceil_div(Var(n.len), s.nr), ForKind::Serial, body);
+  // The innermost tile loop decides which micro-panel stays in L1 across it: the B
+  // panel (kc x NR) when m is innermost, the A panel (MR x kc) when n is.
+  if (s.inner_tile_loop == "m") {
+    body = make_for(m_tile, 0, ceil_div(Var(m.len), s.mr), ForKind::Serial, body);
+    body = make_for(n_tile, 0, ceil_div(Var(n.len), s.nr), ForKind::Serial, body);
+  } else {
+    body = make_for(n_tile, 0, ceil_div(Var(n.len), s.nr), ForKind::Serial, body);
+    body = make_for(m_tile, 0, ceil_div(Var(m.len), s.mr), ForKind::Serial, body);
+  }
 
   // Block loops, innermost first, with each pack stage placed just inside the loop
   // that completes the block it copies.

@@ -31,6 +31,7 @@ json to_json(const MicroKernelSchedule& s) {
               {"nc", s.nc},
               {"loop_order", s.loop_order},
               {"parallel", s.parallel},
+              {"inner_tile_loop", s.inner_tile_loop},
               {"unroll_k", s.unroll_k},
               {"pack_a", s.pack_a == PackA::Packed ? "packed" : "direct"},
               {"pack_b", s.pack_b == PackB::PerBlock ? "per_block" : "prepacked"}};
@@ -66,9 +67,9 @@ std::string string_field(const json& j, const char* name) {
 
 MicroKernelSchedule schedule_from_json(const json& j) {
   if (!j.is_object()) user_error("schedule JSON: expected an object, got {}", j.dump());
-  static const std::set<std::string> known{"target",   "isa",      "mr",     "nr",
-                                           "kc",       "mc",       "nc",     "loop_order",
-                                           "parallel", "unroll_k", "pack_a", "pack_b"};
+  static const std::set<std::string> known{
+      "target",   "isa",      "mr",     "nr",           "kc",     "mc",     "nc",
+      "loop_order", "parallel", "inner_tile_loop", "unroll_k", "pack_a", "pack_b"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) user_error("schedule JSON: unknown field '{}'", it.key());
   MicroKernelSchedule s;
@@ -91,6 +92,7 @@ MicroKernelSchedule schedule_from_json(const json& j) {
     s.loop_order.push_back(a.get<std::string>());
   }
   s.parallel = string_field(j, "parallel");
+  s.inner_tile_loop = string_field(j, "inner_tile_loop");
   s.unroll_k = int_field(j, "unroll_k");
   std::string pa = string_field(j, "pack_a"), pb = string_field(j, "pack_b");
   if (pa != "packed" && pa != "direct")
@@ -145,6 +147,8 @@ void validate(const MicroKernelSchedule& s) {
     user_error("schedule: loop_order must name each of m, n, k exactly once");
   if (s.parallel == "k")
     user_error("schedule: parallel axis 'k' is the reduction; expected none, batch, m or n");
+  if (s.inner_tile_loop != "m" && s.inner_tile_loop != "n")
+    user_error("schedule: unknown inner_tile_loop '{}'; expected m or n", s.inner_tile_loop);
   if (s.parallel != "none" && s.parallel != "batch" && s.parallel != "m" && s.parallel != "n")
     user_error("schedule: unknown parallel axis '{}'; expected none, batch, m or n", s.parallel);
 }

@@ -9,7 +9,7 @@
 //     [pack B block into NR-wide panels]   once n and k are bound (unless prepacked)
 //     [pack A block into MR-wide panels]   once m and k are bound (unless direct)
 //     for jt: NR-tiles of the n block
-//       for it: MR-tiles of the m block
+//       for it: MR-tiles of the m block      (inner_tile_loop: which of jt, it is inner)
 //         micro-kernel MR x NR over the k block
 //
 // A GPU target will add thread/block bindings of the same tiles; the `target`
@@ -48,6 +48,7 @@ struct MicroKernelSchedule {
   int64_t kc = 256, mc = 64, nc = 256;                 // cache blocks
   std::vector<std::string> loop_order{"n", "k", "m"};  // outermost first
   std::string parallel = "m";                          // "none", "batch", "m" or "n": a block loop
+  std::string inner_tile_loop = "m";  // the innermost tile loop, "m" or "n" (see above)
   int64_t unroll_k = 4;
   PackA pack_a = PackA::Packed;
   PackB pack_b = PackB::PerBlock;

@@ -9,6 +9,9 @@ namespace dietcode::schedule {
 
 namespace {
 
+// Not assigned from literals in the loop: GCC 12 warns falsely there (-Wrestrict, its bug 105329).
+const std::string kInnerLoops[2] = {"m", "n"};
+
 int64_t uniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
 }
@@ -39,6 +42,7 @@ MicroKernelSchedule random_schedule(std::mt19937_64& rng, const std::string& isa
     if (!c.batch_axes.empty()) par.push_back("batch");
     s.parallel = par[uniform(rng, 0, static_cast<int64_t>(par.size()) - 1)];
     s.unroll_k = std::vector<int64_t>{1, 2, 3, 4, 8}[uniform(rng, 0, 4)];
+    s.inner_tile_loop = kInnerLoops[uniform(rng, 0, 1)];
     s.pack_a = uniform(rng, 0, 1) ? PackA::Packed : PackA::Direct;
     s.pack_b = (c.b.constant && uniform(rng, 0, 1)) ? PackB::Prepacked : PackB::PerBlock;
     try {
