@@ -78,6 +78,20 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, co
       s.nc = round_up(1024, nr);
       s.inner_tile_loop = kInnerN;
       variants.push_back(clamp_blocks(s));
+      // Long k-blocks with A read in place: C is loaded and stored once per tile, A's
+      // rows stay in L1 across the N tiles and B streams from L2.
+      schedule::MicroKernelSchedule deep = base;
+      deep.kc = std::min<int64_t>(768, ext.k);
+      deep.pack_a = schedule::PackA::Direct;
+      deep.inner_tile_loop = kInnerN;
+      deep.parallel = kParallelN;
+      deep.nc = round_up((ext.n + threads - 1) / threads, nr);
+      deep.mc = round_up(96, mr);
+      variants.push_back(clamp_blocks(deep));
+      deep.parallel = kParallelM;
+      deep.nc = round_up(ext.n, nr);
+      deep.mc = round_up(std::max<int64_t>(mr * 4, 64), mr);
+      variants.push_back(clamp_blocks(deep));
     }
     for (const schedule::MicroKernelSchedule& s : variants) {
       try {
