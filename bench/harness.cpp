@@ -119,7 +119,14 @@ BenchResult run_bench(const BenchOptions& o) {
   result.roofline = measure_roofline(o.threads, isa);
   if (!o.quiet) fmt::print(stderr, "{}\n", result.roofline.describe());
 
-  LoadedPeers loaded = load_peers(o.peers_dir, o.peers);
+  LoadedPeers loaded;
+  if (o.peers != std::vector<std::string>{"none"}) {
+    try {
+      loaded = load_peers(o.peers_dir, o.peers);
+    } catch (const std::invalid_argument& e) {
+      user_error("--peers: {}", e.what());
+    }
+  }
   for (const std::string& m : loaded.missing) note("peer not available: " + m);
   for (auto& peer : loaded.peers) peer->set_threads(o.threads);
 

@@ -1,5 +1,8 @@
 #include "runtime/thread_pool.h"
 
+#include <immintrin.h>
+
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
@@ -12,17 +15,13 @@ ThreadPool& ThreadPool::global() {
   return pool;
 }
 
-ThreadPool::ThreadPool(int threads) {
-  set_num_threads(threads);
-}
+ThreadPool::ThreadPool(int threads) { set_num_threads(threads); }
 
-ThreadPool::~ThreadPool() {
-  stop_workers();
-}
+ThreadPool::~ThreadPool() { stop_workers(); }
 
 void ThreadPool::stop_workers() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -42,16 +41,24 @@ void ThreadPool::run_tasks() {
 }
 
 void ThreadPool::worker_loop() {
-  uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mutex_);
+  uint64_t seen = generation_.load(std::memory_order_acquire);
   while (true) {
-    wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+    auto idle_since = std::chrono::steady_clock::now();
+    uint64_t current;
+    while ((current = generation_.load(std::memory_order_acquire)) == seen && !stopping_) {
+      if (std::chrono::steady_clock::now() - idle_since < std::chrono::nanoseconds(kSpinNanoseconds)) {
+        _mm_pause();
+        continue;
+      }
+      std::unique_lock<std::mutex> lock(sleep_mutex_);
+      ++sleeping_;
+      wake_.wait(lock, [&] { return generation_.load() != seen || stopping_; });
+      --sleeping_;
+    }
     if (stopping_) return;
-    seen = generation_;
-    lock.unlock();
+    seen = current;
     run_tasks();
-    lock.lock();
-    if (--active_workers_ == 0) done_.notify_one();
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -61,19 +68,19 @@ void ThreadPool::parallel_for(int64_t n, void (*body)(int64_t, void*), void* clo
     for (int64_t i = 0; i < n; ++i) body(i, closure);
     return;
   }
+  body_ = body;
+  closure_ = closure;
+  count_ = n;
+  next_.store(0, std::memory_order_relaxed);
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    body_ = body;
-    closure_ = closure;
-    count_ = n;
-    next_ = 0;
-    active_workers_ = static_cast<int>(workers_.size());
-    ++generation_;
+    // Under the lock, so that a worker about to sleep cannot miss the new region.
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+    generation_.fetch_add(1, std::memory_order_release);
+    if (sleeping_ > 0) wake_.notify_all();
   }
-  wake_.notify_all();
   run_tasks();
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return active_workers_ == 0; });
+  while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
 }
 
 }  // namespace dietcode::runtime

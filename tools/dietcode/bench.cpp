@@ -88,7 +88,7 @@ void register_bench(CLI::App& app, Action& action) {
   cmd->add_option("--module", o->module, "a tuned module (not supported yet)");
   cmd->add_option("--kernels", o->kernels, "our candidates: a file of schedules (JSON), one per line");
   cmd->add_flag("--winners", o->winners, "print the winning variant of every implementation per shape");
-  cmd->add_option("--peers", o->peers, "comma-separated subset of openblas,onednn,blis,libxsmm");
+  cmd->add_option("--peers", o->peers, "comma-separated subset of openblas,onednn,blis,libxsmm, or none");
   cmd->add_option("--peers-dir", o->bench.peers_dir, "folder of the peer plugins (default: beside the tool)");
   cmd->add_option("--seconds", o->bench.seconds_per_measurement, "timed seconds per implementation and shape")
       ->capture_default_str();
