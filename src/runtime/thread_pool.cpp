@@ -33,15 +33,17 @@ void ThreadPool::stop_workers() {
 void ThreadPool::set_num_threads(int threads) {
   std::lock_guard<std::mutex> region(region_mutex_);
   stop_workers();
-  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this] { worker_loop(); });
+  // Workers start from the current generation, read here (no region can run now), not
+  // when they first get scheduled: a region published before that must not be missed.
+  uint64_t start = generation_.load();
+  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this, start] { worker_loop(start); });
 }
 
 void ThreadPool::run_tasks() {
   for (int64_t i = next_.fetch_add(1); i < count_; i = next_.fetch_add(1)) body_(i, closure_);
 }
 
-void ThreadPool::worker_loop() {
-  uint64_t seen = generation_.load(std::memory_order_acquire);
+void ThreadPool::worker_loop(uint64_t seen) {
   while (true) {
     auto idle_since = std::chrono::steady_clock::now();
     uint64_t current;

@@ -37,7 +37,7 @@ class ThreadPool {
   void parallel_for(int64_t n, void (*body)(int64_t, void*), void* closure);
 
  private:
-  void worker_loop();
+  void worker_loop(uint64_t seen_generation);
   void run_tasks();
   void stop_workers();
 

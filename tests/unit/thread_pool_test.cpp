@@ -1,0 +1,59 @@
+// The runtime's thread pool: every task runs exactly once, whatever the timing.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "runtime/thread_pool.h"
+
+using dietcode::runtime::ThreadPool;
+
+namespace {
+
+void count_task(int64_t i, void* closure) {
+  auto* hits = static_cast<std::vector<std::atomic<int>>*>(closure);
+  (*hits)[i].fetch_add(1);
+}
+
+void expect_each_once(ThreadPool& pool, int64_t n) {
+  std::vector<std::atomic<int>> hits(n);
+  pool.parallel_for(n, count_task, &hits);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "task " << i;
+}
+
+}  // namespace
+
+TEST(ThreadPool, RegionRightAfterStartIsNotMissed) {
+  // A region published before a new worker first runs must still be picked up.
+  for (int i = 0; i < 200; ++i) {
+    ThreadPool pool(3);
+    expect_each_once(pool, 7);
+  }
+}
+
+TEST(ThreadPool, RegionsBackToBackAndAfterSleeping) {
+  ThreadPool pool(2);
+  for (int i = 0; i < 1000; ++i) expect_each_once(pool, 1 + i % 9);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // workers go to sleep
+  for (int i = 0; i < 10; ++i) expect_each_once(pool, 16);
+}
+
+TEST(ThreadPool, ConcurrentCallersEachGetAllTheirTasks) {
+  ThreadPool pool(2);
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&] {
+      for (int i = 0; i < 300; ++i) expect_each_once(pool, 5);
+    });
+  for (std::thread& t : callers) t.join();
+}
+
+TEST(ThreadPool, ResizingKeepsWorking) {
+  ThreadPool pool(1);
+  for (int threads : {1, 2, 4, 2, 1}) {
+    pool.set_num_threads(threads);
+    EXPECT_EQ(pool.num_threads(), threads);
+    expect_each_once(pool, 33);
+  }
+}
