@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <thread>
 
 #include "bench/sweep.h"
 #include "bench/workloads.h"
@@ -128,7 +129,13 @@ BenchResult run_bench(const BenchOptions& o) {
     }
   }
   for (const std::string& m : loaded.missing) note("peer not available: " + m);
-  for (auto& peer : loaded.peers) peer->set_threads(o.threads);
+  std::map<std::string, double> idle_spin;
+  double max_idle_spin = 0;
+  for (auto& peer : loaded.peers) {
+    peer->set_threads(o.threads);
+    idle_spin[peer->name()] = peer->idle_spin_seconds();
+    max_idle_spin = std::max(max_idle_spin, peer->idle_spin_seconds());
+  }
 
   std::mt19937_64 rng(2024);
   for (const WorkloadLayer& layer : w.layers) {
@@ -186,7 +193,9 @@ BenchResult run_bench(const BenchOptions& o) {
           note(fmt::format("{} on {} T={}: {}", peer->name(), layer.name, t, e.what()));
         }
       }
-      // Check each candidate once on a poisoned output, then screen (best of 3).
+      // Check each candidate once on a poisoned output, then screen (best of 3). Peers'
+      // workers from the last shape must be idle first, or they would slow our screening.
+      if (o.threads > 1) std::this_thread::sleep_for(std::chrono::duration<double>(max_idle_spin));
       for (Candidate& c : candidates) {
         data.poison();
         c.run();
@@ -199,6 +208,8 @@ BenchResult run_bench(const BenchOptions& o) {
         }
         c.screen = 1e30;
         for (int r = 0; r < 3; ++r) c.screen = std::min(c.screen, time_once(c.run));
+        if (o.threads > 1 && idle_spin.count(c.impl))
+          std::this_thread::sleep_for(std::chrono::duration<double>(idle_spin[c.impl]));
       }
       // The best variant of each implementation, then interleaved timed repetitions.
       std::map<std::string, Candidate*> best;
@@ -217,6 +228,8 @@ BenchResult run_bench(const BenchOptions& o) {
         for (auto& [impl, c] : best) {
           c->run();
           for (int r = 0; r < burst; ++r) times[impl].push_back(time_once(c->run));
+          if (o.threads > 1 && idle_spin.count(impl))  // let its spinning workers go idle
+            std::this_thread::sleep_for(std::chrono::duration<double>(idle_spin[impl]));
         }
       double flops = gemm_flops(p);
       double bytes = 4.0 * (data.a.size() + data.b.size() + data.c.size());

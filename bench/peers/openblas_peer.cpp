@@ -43,6 +43,9 @@ class OpenBlasPeer final : public Peer {
     return std::string(openblas_get_config()) + " (core " + openblas_get_corename() + ")";
   }
   void set_threads(int threads) override { openblas_set_num_threads(threads); }
+  // OpenBLAS's pthread workers spin for up to 2^28 cycles (its THREAD_TIMEOUT default,
+  // ~0.07 s at 3.7 GHz) before they sleep.
+  double idle_spin_seconds() const override { return 0.1; }
   std::string unsupported(const GemmProblem& p) const override { return int32_limit(p); }
 
   std::vector<PeerVariant> prepare(const GemmProblem& p, const float* a, const float* b,

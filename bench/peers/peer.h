@@ -44,6 +44,10 @@ class Peer {
   virtual std::string unsupported(const GemmProblem& p) const = 0;
   // Variants computing `p` on these buffers (a: batch*m*k, b: (b_shared ? 1 : batch)*n*k,
   // c: batch*m*n). The buffers outlive the variants. Throws std::runtime_error on failure.
+  // How long the library's worker threads keep spinning after a call. With several
+  // threads the harness waits this long after the peer's burst, so that its spinning
+  // threads do not take cores from the implementation measured next.
+  virtual double idle_spin_seconds() const { return 0.01; }  // libgomp's default spin, with margin
   virtual std::vector<PeerVariant> prepare(const GemmProblem& p, const float* a, const float* b,
                                            float* c) = 0;
 };
