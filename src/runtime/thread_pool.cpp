@@ -2,6 +2,9 @@
 
 #include <immintrin.h>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -10,9 +13,55 @@
 
 namespace dietcode::runtime {
 
+
+namespace {
+
+// The CPUs this process may run on, as they were when the pool was first used (before
+// any pinning narrowed the calling thread's own mask).
+const std::vector<int>& allowed_cpus() {
+  static const std::vector<int> cpus = [] {
+    std::vector<int> v;
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &allowed)) v.push_back(c);
+    return v;
+  }();
+  return cpus;
+}
+
+void pin_to_cpu(pthread_t thread, int index) {
+  const std::vector<int>& cpus = allowed_cpus();
+  if (cpus.size() < 2) return;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpus[index % cpus.size()], &one);
+  pthread_setaffinity_np(thread, sizeof one, &one);  // best effort
+}
+
+}  // namespace
+
 ThreadPool& ThreadPool::global() {
+  allowed_cpus();  // record the process's CPUs before anyone pins a thread
   static ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   return pool;
+}
+
+void ThreadPool::pin_caller_thread() { pin_to_cpu(pthread_self(), 0); }
+
+void ThreadPool::set_pinning(bool pin) {
+  std::lock_guard<std::mutex> region(region_mutex_);
+  pin_workers_ = pin;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (pin) {
+      pin_to_cpu(workers_[i].native_handle(), static_cast<int>(i) + 1);
+    } else {
+      cpu_set_t all;
+      CPU_ZERO(&all);
+      for (int c : allowed_cpus()) CPU_SET(c, &all);
+      pthread_setaffinity_np(workers_[i].native_handle(), sizeof all, &all);
+    }
+  }
 }
 
 ThreadPool::ThreadPool(int threads) { set_num_threads(threads); }
@@ -36,7 +85,10 @@ void ThreadPool::set_num_threads(int threads) {
   // Workers start from the current generation, read here (no region can run now), not
   // when they first get scheduled: a region published before that must not be missed.
   uint64_t start = generation_.load();
-  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this, start] { worker_loop(start); });
+  for (int i = 1; i < std::max(1, threads); ++i) {
+    workers_.emplace_back([this, start] { worker_loop(start); });
+    if (pin_workers_) pin_to_cpu(workers_.back().native_handle(), i);
+  }
 }
 
 void ThreadPool::run_tasks() {

@@ -36,6 +36,15 @@ class ThreadPool {
 
   void parallel_for(int64_t n, void (*body)(int64_t, void*), void* closure);
 
+  // Pins worker i to the i-th CPU this process may use (off by default). A worker
+  // woken after sleeping is often placed on its waker's CPU, and both halves of a
+  // parallel loop then share one core for milliseconds; pinned workers, with the
+  // calling thread on the first CPU (pin_caller_thread), cannot collide.
+  void set_pinning(bool pin);
+  // Pins the calling thread to the first CPU this process may use. Threads it creates
+  // later inherit that: pin only after other libraries have started their pools.
+  static void pin_caller_thread();
+
  private:
   void worker_loop(uint64_t seen_generation);
   void run_tasks();
@@ -48,6 +57,7 @@ class ThreadPool {
   int sleeping_ = 0;  // guarded by sleep_mutex_
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stopping_{false};
+  bool pin_workers_ = false;
   std::atomic<int> pending_{0};  // workers still inside the current region
   // The current region, published by the release increment of generation_.
   void (*body_)(int64_t, void*) = nullptr;
