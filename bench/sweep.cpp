@@ -26,12 +26,15 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, co
   // vector width, at most 8 vectors) whose accumulators fit the register file: exact
   // heights matter for small M, where a padded tile row is pure waste.
   const schedule::VectorIsa& vec = schedule::vector_isa(isa);
+  const bool batched = !c.batch_axes.empty();
   std::vector<std::pair<int64_t, int64_t>> tiles;
   for (int64_t mr = 1; mr <= 14; ++mr) {
     int64_t vectors = std::min<int64_t>(8, (vec.registers - 1) / (mr + 1));
     if (vectors >= 1) tiles.push_back({mr, vectors * vec.width});
+    // Where N itself varies (attention's T), narrow tiles too: a wide one would pack
+    // and multiply mostly padding at small N.
+    if (batched && vectors > 1) tiles.push_back({mr, vec.width});
   }
-  const bool batched = !c.batch_axes.empty();
   std::vector<schedule::MicroKernelSchedule> grid;
   for (auto [mr, nr] : tiles) {
     if (mr > ext.m) continue;

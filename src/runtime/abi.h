@@ -7,8 +7,10 @@
 extern "C" {
 // Runs body(i, closure) for i in [0, n) on the runtime's thread pool; returns when all are done.
 void dietcode_parallel_for(int64_t n, void (*body)(int64_t, void*), void* closure);
-// 64-byte aligned scratch memory for packed panels; aborts with a message if the
-// allocation fails (generated code has no error path).
+// 64-byte aligned scratch memory for packed panels, from a per-thread stack: frees
+// must come in reverse order of allocation on each thread (generated code's
+// allocations nest). Aborts with a message if memory runs out (generated code has
+// no error path).
 void* dietcode_alloc(int64_t bytes);
 void dietcode_free(void* p);
 }

@@ -12,23 +12,6 @@ Kernel::Kernel(Kernel&&) noexcept = default;
 Kernel& Kernel::operator=(Kernel&&) noexcept = default;
 Kernel::~Kernel() = default;
 
-Kernel Kernel::compile(const te::Operator& op, const schedule::MicroKernelSchedule& s) {
-  if (!codegen::host_supports(s.isa))
-    user_error("schedule targets {} but this CPU ({}) only supports {}", s.isa,
-               codegen::host_target().cpu, codegen::host_target().isa);
-  auto start = std::chrono::steady_clock::now();
-  Kernel k;
-  k.op_ = op;
-  k.schedule_ = s;
-  k.lowered_ = lower::lower(op, s, [&](const std::string& pass, const std::string& ir) {
-    k.pass_log_ += "// ---- after " + pass + "\n" + ir;
-  });
-  k.code_ = codegen::jit_compile(k.lowered_);
-  k.compile_seconds_ =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return k;
-}
-
 namespace {
 
 // Pre-packed weights start with a 64-byte header (keeping the payload 64-byte aligned)
@@ -43,11 +26,16 @@ struct PackedHeader {
 };
 static_assert(sizeof(PackedHeader) <= kHeaderFloats * sizeof(float));
 
-uint64_t layout_id(const schedule::MicroKernelSchedule& s, int64_t packed_elements) {
-  std::string key = schedule::to_json_text(s) + "/" + std::to_string(packed_elements);
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a
-  for (unsigned char c : key) h = (h ^ c) * 1099511628211ULL;
+// FNV-1a of the schedule's JSON, computed once per kernel (runs are too short to hash
+// text on every call).
+uint64_t schedule_digest(const schedule::MicroKernelSchedule& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : schedule::to_json_text(s)) h = (h ^ c) * 1099511628211ULL;
   return h;
+}
+
+uint64_t layout_id(uint64_t digest, int64_t packed_elements) {
+  return (digest ^ static_cast<uint64_t>(packed_elements)) * 1099511628211ULL;
 }
 
 void check_tensor(const te::Operator& op, const std::string& name, const float* data,
@@ -59,6 +47,25 @@ void check_tensor(const te::Operator& op, const std::string& name, const float* 
 }
 
 }  // namespace
+
+Kernel Kernel::compile(const te::Operator& op, const schedule::MicroKernelSchedule& s) {
+  if (!codegen::host_supports(s.isa))
+    user_error("schedule targets {} but this CPU ({}) only supports {}", s.isa,
+               codegen::host_target().cpu, codegen::host_target().isa);
+  auto start = std::chrono::steady_clock::now();
+  Kernel k;
+  k.op_ = op;
+  k.schedule_ = s;
+  k.schedule_digest_ = schedule_digest(s);
+  k.lowered_ = lower::lower(op, s, [&](const std::string& pass, const std::string& ir) {
+    k.pass_log_ += "// ---- after " + pass + "\n" + ir;
+  });
+  k.code_ = codegen::jit_compile(k.lowered_);
+  k.compile_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return k;
+}
+
 
 void Kernel::run(const std::vector<int64_t>& shape, const std::vector<ConstTensor>& inputs,
                  MutableTensor output, const RunOptions& options) const {
@@ -84,7 +91,7 @@ void Kernel::run(const std::vector<int64_t>& shape, const std::vector<ConstTenso
       user_error("operator {}: buffer {} does not hold pre-packed weights; pass what Kernel::prepack "
                  "returned",
                  op_.name, name);
-    if (header.layout != layout_id(schedule_, payload))
+    if (header.layout != layout_id(schedule_digest_, payload))
       user_error("operator {}: buffer {} was packed for another micro-kernel or shape; pack it with this "
                  "kernel's prepack()",
                  op_.name, name);
@@ -110,7 +117,7 @@ AlignedBuffer Kernel::prepack(const std::vector<int64_t>& shape, ConstTensor sou
                ir::evaluate_int(ir::element_count(in.tensor), bindings));
   int64_t payload = ir::evaluate_int(lowered_.packed_b_size, bindings);
   AlignedBuffer packed(kHeaderFloats + payload);
-  PackedHeader header{kPackedMagic, layout_id(schedule_, payload)};
+  PackedHeader header{kPackedMagic, layout_id(schedule_digest_, payload)};
   std::memset(packed.data(), 0, kHeaderFloats * sizeof(float));
   std::memcpy(packed.data(), &header, sizeof header);
   float* buffers[2] = {const_cast<float*>(source.data), packed.data() + kHeaderFloats};

@@ -72,6 +72,7 @@ class Kernel {
   Kernel() = default;
   te::Operator op_;
   schedule::MicroKernelSchedule schedule_;
+  uint64_t schedule_digest_ = 0;  // identifies the packed layout in pre-packed buffers
   lower::LoweredKernel lowered_;
   std::string pass_log_;
   std::unique_ptr<codegen::JitCode> code_;

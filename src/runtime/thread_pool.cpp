@@ -143,17 +143,3 @@ extern "C" void dietcode_parallel_for(int64_t n, void (*body)(int64_t, void*), v
   dietcode::runtime::ThreadPool::global().parallel_for(n, body, closure);
 }
 
-extern "C" void* dietcode_alloc(int64_t bytes) {
-  size_t size = (static_cast<size_t>(bytes) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, size == 0 ? 64 : size);
-  if (!p) {
-    std::fprintf(stderr, "dietcode: out of memory allocating %lld bytes of packing scratch\n",
-                 static_cast<long long>(bytes));
-    std::abort();
-  }
-  return p;
-}
-
-extern "C" void dietcode_free(void* p) {
-  std::free(p);
-}
