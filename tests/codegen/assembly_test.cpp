@@ -40,6 +40,20 @@ int fma_lines(const std::string& text, const std::string& reg) {
   return n;
 }
 
+// Lines that move a vector register of the given kind to or from the stack: spills
+// (the accumulators must live in registers through the whole k-loop).
+int stack_vector_lines(const std::string& text, const std::string& reg) {
+  int n = 0;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    n += line.find(reg) != std::string::npos && line.find("(%rsp)") != std::string::npos;
+    start = end + 1;
+  }
+  return n;
+}
+
 }  // namespace
 
 TEST(Assembly, Avx512TileUsesZmmFmas) {
@@ -47,10 +61,12 @@ TEST(Assembly, Avx512TileUsesZmmFmas) {
   // 6 rows x 4 vectors x 4 unrolled k-steps in the main loop, plus the remainder loop.
   EXPECT_GE(fma_lines(a, "zmm"), 6 * 4 * 4 + 6 * 4);
   EXPECT_EQ(fma_lines(a, "ymm"), 0);
+  EXPECT_EQ(stack_vector_lines(a, "zmm"), 0) << "vector registers spilled";
 }
 
 TEST(Assembly, Avx2TileUsesYmmAndNoZmm) {
   std::string a = assembly_for("avx2", 16);  // 6 x 2 ymm accumulators
   EXPECT_EQ(occurrences(a, "zmm"), 0);
   EXPECT_GE(fma_lines(a, "ymm"), 6 * 2 * 4 + 6 * 2);
+  EXPECT_EQ(stack_vector_lines(a, "ymm"), 0) << "vector registers spilled";
 }
