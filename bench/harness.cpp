@@ -40,7 +40,7 @@ double median(std::vector<double> v) {
 struct ProblemData {
   GemmProblem p;
   std::vector<float> a, b, c;
-  std::vector<int64_t> check_rows;       // (batch, row) pairs flattened: batch * m + row
+  std::vector<int64_t> check_rows;        // (batch, row) pairs flattened: batch * m + row
   std::vector<std::vector<double>> want;  // float64 rows
 
   ProblemData(const GemmProblem& problem, std::mt19937_64& rng) : p(problem) {
@@ -52,7 +52,8 @@ struct ProblemData {
     for (float& v : b) v = dist(rng);
     // First and last rows of the first and last batch entries, and a few random rows.
     std::vector<int64_t> rows{0, p.m - 1, (p.batch - 1) * p.m, p.batch * p.m - 1};
-    for (int i = 0; i < 4; ++i) rows.push_back(std::uniform_int_distribution<int64_t>(0, p.batch * p.m - 1)(rng));
+    for (int i = 0; i < 4; ++i)
+      rows.push_back(std::uniform_int_distribution<int64_t>(0, p.batch * p.m - 1)(rng));
     std::sort(rows.begin(), rows.end());
     rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
     check_rows = rows;
@@ -147,7 +148,8 @@ BenchResult run_bench(const BenchOptions& o) {
     ProblemData warm(GemmProblem{1, 64, 64, 64, true, true}, rng);
     for (auto& peer : loaded.peers) {
       try {
-        for (PeerVariant& v : peer->prepare(warm.p, warm.a.data(), warm.b.data(), warm.c.data())) v.run();
+        for (PeerVariant& v : peer->prepare(warm.p, warm.a.data(), warm.b.data(), warm.c.data()))
+          v.run();
       } catch (const std::exception&) {
         // reported when the peer is used
       }
@@ -164,7 +166,8 @@ BenchResult run_bench(const BenchOptions& o) {
       try {
         schedule::validate(s, layer.op);
       } catch (const Error& e) {
-        note(fmt::format("kernel {} skipped on {}: {}", schedule::to_json_text(s), layer.name, e.what()));
+        note(fmt::format("kernel {} skipped on {}: {}", schedule::to_json_text(s), layer.name,
+                         e.what()));
         continue;
       }
       OurKernel k{runtime::Kernel::compile(layer.op, s), {}};
@@ -190,10 +193,10 @@ BenchResult run_bench(const BenchOptions& o) {
           args[1] = {k.packed.data(), k.packed.size()};
         }
         runtime::Kernel* kernel = &k.kernel;
-        candidates.push_back({"dietcode", schedule::to_json_text(k.kernel.schedule()),
-                              [kernel, args, t, &data] {
-                                kernel->run({t}, args, {data.c.data(), int64_t(data.c.size())});
-                              }});
+        candidates.push_back(
+            {"dietcode", schedule::to_json_text(k.kernel.schedule()), [kernel, args, t, &data] {
+               kernel->run({t}, args, {data.c.data(), int64_t(data.c.size())});
+             }});
       }
       // Peers.
       for (auto& peer : loaded.peers) {
@@ -217,8 +220,8 @@ BenchResult run_bench(const BenchOptions& o) {
         c.run();
         c.error = data.error();
         if (!(c.error <= kTolerance)) {
-          note(fmt::format("WRONG RESULT: {} [{}] on {} T={}: relative error {:.3g}; excluded", c.impl,
-                           c.variant, layer.name, t, c.error));
+          note(fmt::format("WRONG RESULT: {} [{}] on {} T={}: relative error {:.3g}; excluded",
+                           c.impl, c.variant, layer.name, t, c.error));
           c.screen = std::numeric_limits<double>::infinity();
           continue;
         }
@@ -230,7 +233,8 @@ BenchResult run_bench(const BenchOptions& o) {
       // The best variant of each implementation, then interleaved timed repetitions.
       std::map<std::string, Candidate*> best;
       for (Candidate& c : candidates)
-        if (std::isfinite(c.screen) && (!best.count(c.impl) || c.screen < best[c.impl]->screen)) best[c.impl] = &c;
+        if (std::isfinite(c.screen) && (!best.count(c.impl) || c.screen < best[c.impl]->screen))
+          best[c.impl] = &c;
       double slowest = 0;
       for (auto& [impl, c] : best) slowest = std::max(slowest, c->screen);
       // Interleaved rounds of short bursts: every implementation sees the same machine
@@ -248,7 +252,8 @@ BenchResult run_bench(const BenchOptions& o) {
             c->run();
             std::vector<double> burst_times;
             for (int r = 0; r < burst; ++r) burst_times.push_back(time_once(c->run));
-            attempt_times[impl].insert(attempt_times[impl].end(), burst_times.begin(), burst_times.end());
+            attempt_times[impl].insert(attempt_times[impl].end(), burst_times.begin(),
+                                       burst_times.end());
             round_medians[impl].push_back(median(burst_times));
             if (o.threads > 1)  // every library's spinning workers go idle before the next burst
               std::this_thread::sleep_for(std::chrono::duration<double>(max_idle_spin));
@@ -266,19 +271,32 @@ BenchResult run_bench(const BenchOptions& o) {
         if (best_spread < 1.25) break;
       }
       if (best_spread >= 1.25)
-        note(fmt::format("{} T={}: timings disturbed in all {} attempts (rounds differ by {:.0f}% in the "
-                         "best)",
-                         layer.name, t, kAttempts, 100 * (best_spread - 1)));
+        note(fmt::format(
+            "{} T={}: timings disturbed in all {} attempts (rounds differ by {:.0f}% in the "
+            "best)",
+            layer.name, t, kAttempts, 100 * (best_spread - 1)));
       double flops = gemm_flops(p);
       double bytes = 4.0 * (data.a.size() + data.b.size() + data.c.size());
       const MemoryLevel& level = result.roofline.level_for(bytes);
       for (auto& [impl, c] : best) {
-        Measurement m{layer.name, impl, c->variant, o.threads, t, p.m, p.n, p.k, median(times[impl]), 0,
-                      result.roofline.ceiling_gflops(flops, bytes), c->error, level.name};
+        Measurement m{layer.name,
+                      impl,
+                      c->variant,
+                      o.threads,
+                      t,
+                      p.m,
+                      p.n,
+                      p.k,
+                      median(times[impl]),
+                      0,
+                      result.roofline.ceiling_gflops(flops, bytes),
+                      c->error,
+                      level.name};
         m.gflops = flops / m.seconds * 1e-9;
         result.rows.push_back(m);
       }
-      if (!o.quiet) fmt::print(stderr, "\r{}: T={} ({}/{})   ", layer.name, t, ti + 1, o.t_values.size());
+      if (!o.quiet)
+        fmt::print(stderr, "\r{}: T={} ({}/{})   ", layer.name, t, ti + 1, o.t_values.size());
     }
     if (!o.quiet) fmt::print(stderr, "\n");
   }

@@ -14,10 +14,10 @@ namespace dietcode::bench {
 
 struct BenchOptions {
   std::string workload = "bert-dense";
-  std::vector<int64_t> t_values;          // sequence lengths (M for the dense layers)
+  std::vector<int64_t> t_values;  // sequence lengths (M for the dense layers)
   int threads = 1;
-  std::vector<std::string> peers;         // empty: all
-  std::string peers_dir;                  // where the peer plugins are
+  std::vector<std::string> peers;  // empty: all
+  std::string peers_dir;           // where the peer plugins are
   // Our candidates: these micro-kernels (validated per layer) instead of the sweep grid.
   std::vector<schedule::MicroKernelSchedule> kernels;
   double seconds_per_measurement = 0.05;  // target timed time per implementation and shape
@@ -32,7 +32,7 @@ struct Measurement {
   int threads = 1;
   int64_t t = 0, m = 0, n = 0, k = 0;
   double seconds = 0, gflops = 0, roofline_gflops = 0, max_rel_err = 0;
-  std::string level;     // the memory level holding the data
+  std::string level;  // the memory level holding the data
 };
 
 struct BenchResult {

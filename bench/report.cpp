@@ -1,6 +1,7 @@
 #include "bench/report.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +10,6 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <unistd.h>
 
 #include "support/error.h"
 
@@ -31,10 +31,11 @@ struct Summary {
   }
   std::string text(const std::string& what) const {
     if (count == 0) return what + ": no shape with both dietcode and a peer\n";
-    return fmt::format("{}: geomean ratio to best peer {:.2f} (min {:.2f}), geomean roofline fraction {:.0f}% "
-                       "(min {:.0f}%), {} shapes\n",
-                       what, std::exp(log_ratio / count), min_ratio, 100 * std::exp(log_roof / count),
-                       100 * min_roof, count);
+    return fmt::format(
+        "{}: geomean ratio to best peer {:.2f} (min {:.2f}), geomean roofline fraction {:.0f}% "
+        "(min {:.0f}%), {} shapes\n",
+        what, std::exp(log_ratio / count), min_ratio, 100 * std::exp(log_roof / count),
+        100 * min_roof, count);
   }
 };
 
@@ -56,20 +57,24 @@ std::string format_table(const BenchResult& r) {
     if (impls.count(p)) peers.push_back(p);
   Summary all;
   for (const std::string& layer : layer_order) {
-    out += fmt::format("\n{} ({} thread{}), GFLOP/s\n", layer, r.roofline.threads, r.roofline.threads > 1 ? "s" : "");
+    out += fmt::format("\n{} ({} thread{}), GFLOP/s\n", layer, r.roofline.threads,
+                       r.roofline.threads > 1 ? "s" : "");
     out += fmt::format("{:>5} {:>5} {:>5} {:>9}", "M", "N", "K", "dietcode");
     for (const std::string& p : peers) out += fmt::format(" {:>9}", p);
-    out += fmt::format(" {:>9} {:>6} {:>9} {:>5} {:>6}\n", "best peer", "ratio", "roofline", "level", "%roof");
+    out += fmt::format(" {:>9} {:>6} {:>9} {:>5} {:>6}\n", "best peer", "ratio", "roofline",
+                       "level", "%roof");
     Summary s;
     for (auto& [t, row] : by_layer[layer]) {
       const Measurement* any = row.begin()->second;
       out += fmt::format("{:>5} {:>5} {:>5}", any->m, any->n, any->k);
       auto ours = row.find("dietcode");
-      out += ours == row.end() ? fmt::format(" {:>9}", "-") : fmt::format(" {:>9.1f}", ours->second->gflops);
+      out += ours == row.end() ? fmt::format(" {:>9}", "-")
+                               : fmt::format(" {:>9.1f}", ours->second->gflops);
       const Measurement* best = nullptr;
       for (const std::string& p : peers) {
         auto it = row.find(p);
-        out += it == row.end() ? fmt::format(" {:>9}", "-") : fmt::format(" {:>9.1f}", it->second->gflops);
+        out += it == row.end() ? fmt::format(" {:>9}", "-")
+                               : fmt::format(" {:>9.1f}", it->second->gflops);
         if (it != row.end() && (!best || it->second->gflops > best->gflops)) best = it->second;
       }
       if (best && ours != row.end()) {
@@ -77,10 +82,11 @@ std::string format_table(const BenchResult& r) {
         double roof = ours->second->gflops / ours->second->roofline_gflops;
         s.add(ratio, roof);
         all.add(ratio, roof);
-        out += fmt::format(" {:>9} {:>6.2f} {:>9.1f} {:>5} {:>5.0f}%\n", best->impl, ratio, any->roofline_gflops,
-                           any->level, 100 * roof);
+        out += fmt::format(" {:>9} {:>6.2f} {:>9.1f} {:>5} {:>5.0f}%\n", best->impl, ratio,
+                           any->roofline_gflops, any->level, 100 * roof);
       } else {
-        out += fmt::format(" {:>9} {:>6} {:>9.1f} {:>5}\n", "-", "-", any->roofline_gflops, any->level);
+        out += fmt::format(" {:>9} {:>6} {:>9.1f} {:>5}\n", "-", "-", any->roofline_gflops,
+                           any->level);
       }
     }
     out += s.text(layer);
@@ -89,8 +95,9 @@ std::string format_table(const BenchResult& r) {
   if (!r.compile_seconds.empty()) {
     std::vector<double> c = r.compile_seconds;
     std::sort(c.begin(), c.end());
-    out += fmt::format("JIT compile time per kernel: median {:.1f} ms, max {:.1f} ms over {} kernels\n",
-                       1e3 * c[c.size() / 2], 1e3 * c.back(), c.size());
+    out += fmt::format(
+        "JIT compile time per kernel: median {:.1f} ms, max {:.1f} ms over {} kernels\n",
+        1e3 * c[c.size() / 2], 1e3 * c.back(), c.size());
   }
   for (const std::string& n : r.notes) out += "note: " + n + "\n";
   return out;
@@ -101,15 +108,17 @@ void write_csv(const BenchResult& r, const std::string& path) {
   if (!f) user_error("--csv {}: cannot open the file for writing", path);
   f << "workload,impl,threads,M,N,K,seconds,gflops,roofline_gflops,max_rel_err\n";
   for (const Measurement& m : r.rows)
-    f << fmt::format("{},{},{},{},{},{},{:.9g},{:.4g},{:.4g},{:.3g}\n", m.workload, m.impl, m.threads, m.m, m.n, m.k,
-                     m.seconds, m.gflops, m.roofline_gflops, m.max_rel_err);
+    f << fmt::format("{},{},{},{},{},{},{:.9g},{:.4g},{:.4g},{:.3g}\n", m.workload, m.impl,
+                     m.threads, m.m, m.n, m.k, m.seconds, m.gflops, m.roofline_gflops,
+                     m.max_rel_err);
   if (!f) user_error("--csv {}: write failed", path);
 }
 
 void write_plot(const BenchResult& r, const std::string& path) {
   namespace fs = std::filesystem;
   std::string ext = fs::path(path).extension().string();
-  if (ext != ".svg" && ext != ".png") user_error("--plot {}: expected a .svg or .png file name", path);
+  if (ext != ".svg" && ext != ".png")
+    user_error("--plot {}: expected a .svg or .png file name", path);
   fs::path dir = fs::temp_directory_path() / fmt::format("dietcode-plot-{}", ::getpid());
   fs::create_directories(dir);
   std::vector<std::string> layers;
@@ -118,10 +127,13 @@ void write_plot(const BenchResult& r, const std::string& path) {
     if (!series.count(m.workload)) layers.push_back(m.workload);
     series[m.workload][m.impl].push_back(&m);
   }
-  std::string script = fmt::format("set terminal {} size 900,{}\nset output '{}'\n",
-                                   ext == ".svg" ? "svg dynamic" : "pngcairo", 320 * layers.size(), path);
-  script += fmt::format("set multiplot layout {},1\nset key outside right\nset grid\nset xlabel 'M'\n"
-                        "set ylabel 'GFLOP/s'\n", layers.size());
+  std::string script =
+      fmt::format("set terminal {} size 900,{}\nset output '{}'\n",
+                  ext == ".svg" ? "svg dynamic" : "pngcairo", 320 * layers.size(), path);
+  script += fmt::format(
+      "set multiplot layout {},1\nset key outside right\nset grid\nset xlabel 'M'\n"
+      "set ylabel 'GFLOP/s'\n",
+      layers.size());
   int file_index = 0;
   for (const std::string& layer : layers) {
     script += fmt::format("set title '{} ({} threads)'\nplot ", layer, r.roofline.threads);
@@ -129,10 +141,14 @@ void write_plot(const BenchResult& r, const std::string& path) {
     for (auto& [impl, rows] : series[layer]) {
       fs::path data = dir / fmt::format("{}.dat", file_index++);
       std::ofstream f(data);
-      for (const Measurement* m : rows) f << m->m << " " << m->gflops << " " << m->roofline_gflops << "\n";
-      script += fmt::format("{}'{}' using 1:2 with linespoints title '{}'", first ? "" : ", ", data.string(), impl);
+      for (const Measurement* m : rows)
+        f << m->m << " " << m->gflops << " " << m->roofline_gflops << "\n";
+      script += fmt::format("{}'{}' using 1:2 with linespoints title '{}'", first ? "" : ", ",
+                            data.string(), impl);
       if (impl == "dietcode")
-        script += fmt::format(", '{}' using 1:3 with lines dashtype 2 lc rgb 'black' title 'roofline'", data.string());
+        script +=
+            fmt::format(", '{}' using 1:3 with lines dashtype 2 lc rgb 'black' title 'roofline'",
+                        data.string());
       first = false;
     }
     script += "\n";
@@ -148,7 +164,8 @@ void write_plot(const BenchResult& r, const std::string& path) {
   while (fgets(buf, sizeof buf, pipe)) output += buf;
   int status = pclose(pipe);
   fs::remove_all(dir);
-  if (status != 0) user_error("--plot {}: gnuplot failed ({}); is gnuplot-nox installed?", path, output);
+  if (status != 0)
+    user_error("--plot {}: gnuplot failed ({}); is gnuplot-nox installed?", path, output);
 }
 
 }  // namespace dietcode::bench

@@ -73,7 +73,8 @@ double measure_peak(int threads, const std::string& isa) {
   double best = 1e30;
   for (int rep = 0; rep < 7; ++rep)  // the best of several: clocks ramp and neighbours come and go
     best = std::min(best, timed_on_threads(threads, [&](int) {
-                      sink = isa == "avx512" ? fma_chains_avx512(iterations) : fma_chains_avx2(iterations);
+                      sink = isa == "avx512" ? fma_chains_avx512(iterations)
+                                             : fma_chains_avx2(iterations);
                     }));
   return threads * iterations * 12.0 * lanes * 2.0 / best * 1e-9;
 }
@@ -88,7 +89,9 @@ double measure_bandwidth(int threads, int64_t bytes_per_thread) {
   int passes = static_cast<int>(std::clamp<int64_t>((int64_t{1} << 30) / (n * 4), 1, 100000));
   double best = 1e30;
   for (int rep = 0; rep < 3; ++rep)
-    best = std::min(best, timed_on_threads(threads, [&](int t) { sink = read_sum(buffers[t].data(), n, passes); }));
+    best = std::min(best, timed_on_threads(threads, [&](int t) {
+                      sink = read_sum(buffers[t].data(), n, passes);
+                    }));
   return threads * double(n) * 4 * passes / best * 1e-9;
 }
 
@@ -123,8 +126,8 @@ double Roofline::ceiling_gflops(double flops, double bytes) const {
 }
 
 std::string Roofline::describe() const {
-  std::string s = fmt::format("roofline ({} thread{}): FMA peak {:.1f} GFLOP/s", threads, threads > 1 ? "s" : "",
-                              peak_gflops);
+  std::string s = fmt::format("roofline ({} thread{}): FMA peak {:.1f} GFLOP/s", threads,
+                              threads > 1 ? "s" : "", peak_gflops);
   for (const MemoryLevel& l : levels)
     s += fmt::format(", {} {:.0f} GB/s{}", l.name, l.gbps,
                      l.name == "DRAM" ? "" : fmt::format(" (<= {} KiB)", l.capacity >> 10));

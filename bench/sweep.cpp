@@ -9,7 +9,9 @@ namespace dietcode::bench {
 
 namespace {
 
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
 
 // Named, rather than assigned from literals in the loop: GCC 12 warns falsely
 // (-Wrestrict, its bug 105329) on short literal assignments there.
@@ -18,8 +20,8 @@ const std::string kInnerM = "m", kInnerN = "n";
 
 }  // namespace
 
-std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, const std::string& isa,
-                                                      int threads) {
+std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op,
+                                                      const std::string& isa, int threads) {
   ops::Contraction c = ops::match_contraction(op);
   schedule::MaxExtents ext = schedule::max_extents(c, op);
   // Every tile height from 1 to 14 rows, each with the widest NR (a multiple of the
@@ -68,7 +70,8 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, co
       for (int64_t tasks_per_thread : {1, 2}) {
         schedule::MicroKernelSchedule s = base;
         s.parallel = kParallelN;
-        s.nc = round_up((ext.n + threads * tasks_per_thread - 1) / (threads * tasks_per_thread), nr);
+        s.nc =
+            round_up((ext.n + threads * tasks_per_thread - 1) / (threads * tasks_per_thread), nr);
         s.mc = round_up(96, mr);
         s.inner_tile_loop = tasks_per_thread == 1 ? kInnerM : kInnerN;
         s.pack_a = mr <= 2 ? schedule::PackA::Direct : schedule::PackA::Packed;
@@ -105,7 +108,8 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, co
       if (std::find(grid.begin(), grid.end(), s) == grid.end()) grid.push_back(s);
     }
   }
-  if (grid.empty()) user_error("operator {}: no micro-kernel of the sweep grid is valid for it", op.name);
+  if (grid.empty())
+    user_error("operator {}: no micro-kernel of the sweep grid is valid for it", op.name);
   return grid;
 }
 

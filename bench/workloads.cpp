@@ -12,14 +12,17 @@ GemmProblem WorkloadLayer::problem(int64_t t) const {
   return GemmProblem{batch, t_in_m ? t : m, t_in_n ? t : n, t_in_k ? t : k, b_layout_nk, b_shared};
 }
 
-std::vector<std::string> workload_names() { return {"bert-dense", "bert-attention"}; }
+std::vector<std::string> workload_names() {
+  return {"bert-dense", "bert-attention"};
+}
 
 Workload make_workload(const std::string& name, int64_t t_max) {
   te::ShapeVar t = te::shape_var("T", 1, t_max);
   ir::Expr tv = t.var;
   Workload w{name, {}};
   if (name == "bert-dense") {
-    for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}}) {
+    for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{
+             {2304, 768}, {768, 768}, {3072, 768}, {768, 3072}}) {
       WorkloadLayer l;
       l.name = fmt::format("bert-dense-{}x{}", n, k);
       l.op = ops::dense({t}, tv, n, k);

@@ -34,6 +34,8 @@ struct Workload {
 Workload make_workload(const std::string& name, int64_t t_max);
 std::vector<std::string> workload_names();
 
-inline double gemm_flops(const GemmProblem& p) { return 2.0 * p.batch * p.m * p.n * p.k; }
+inline double gemm_flops(const GemmProblem& p) {
+  return 2.0 * p.batch * p.m * p.n * p.k;
+}
 
 }  // namespace dietcode::bench

@@ -61,28 +61,7 @@ class BlisPeer final : public Peer {
 
   std::vector<PeerVariant> prepare(const GemmProblem& p, const float* a, const float* b,
                                    float* c) override {
-    check_problem(p);
-    std::vector<PeerVariant> variants;
-    add(p, a, b, p.b_layout_nk, c, "", {}, 0, &variants);
-    // BLIS reads either layout through strides and packs B anyway, but the two pack at
-    // different speeds. Only constant weights may be copied ahead, not a B that changes.
-    if (p.b_shared) {
-      Stopwatch watch;
-      auto copy = std::make_shared<std::vector<float>>(p.b_layout_nk ? transposed(b, p.n, p.k)
-                                                                     : transposed(b, p.k, p.n));
-      add(p, a, copy->data(), !p.b_layout_nk, c, " copy", copy, watch.seconds(), &variants);
-    }
-    return variants;
-  }
-
- private:
-  static void add(const GemmProblem& p, const float* a, const float* b, bool nk, float* c,
-                  const std::string& suffix, const std::shared_ptr<const void>& keep, double setup,
-                  std::vector<PeerVariant>* variants) {
-    const std::string label = layout_label(nk) + suffix;
-    variants->push_back({label, gemm(p, a, b, nk, c, keep), setup});
-    if (gemm_rows(p) == 1)
-      variants->push_back({label + " gemv", gemv(p, a, b, nk, c, keep), setup});
+    return blas_layout_variants(p, a, b, c, gemm, gemv);
   }
 };
 

@@ -28,15 +28,15 @@ struct GemmProblem {
 };
 
 struct PeerVariant {
-  std::string label;           // e.g. "matmul", "inner_product", "B[k,n]"
-  std::function<void()> run;   // computes C from A and B; safe to call repeatedly
-  double setup_seconds = 0;    // primitive creation, weight reorders, ... (not timed)
+  std::string label;          // e.g. "matmul", "inner_product", "B[k,n]"
+  std::function<void()> run;  // computes C from A and B; safe to call repeatedly
+  double setup_seconds = 0;   // primitive creation, weight reorders, ... (not timed)
 };
 
 class Peer {
  public:
   virtual ~Peer() = default;
-  virtual std::string name() const = 0;     // "openblas", "onednn", "blis", "libxsmm"
+  virtual std::string name() const = 0;  // "openblas", "onednn", "blis", "libxsmm"
   virtual std::string version() const = 0;
   // Uses `threads` threads for every later call (the library's own thread control).
   virtual void set_threads(int threads) = 0;
@@ -53,7 +53,7 @@ class Peer {
 };
 
 // Each plugin exports this symbol.
-extern "C" using MakePeerFn = Peer* (*)();
+extern "C" using MakePeerFn = Peer * (*)();
 #define DIETCODE_PEER_ENTRY "dietcode_make_peer"
 
 struct LoadedPeers {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -57,6 +58,32 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
+
+// The variants of a BLAS-style peer: B as given and, for constant (shared) B, a
+// transposed copy made once in prepare (the library packs the two layouts differently,
+// so either may win); each also as gemv when there is a single row. `gemm` and `gemv`
+// make the timed call from (problem, a, b, b_layout_nk, c, keep_alive).
+template <typename Gemm, typename Gemv>
+std::vector<PeerVariant> blas_layout_variants(const GemmProblem& p, const float* a, const float* b,
+                                              float* c, Gemm gemm, Gemv gemv) {
+  check_problem(p);
+  std::vector<PeerVariant> variants;
+  auto add = [&](const float* bb, bool nk, const std::string& suffix,
+                 const std::shared_ptr<const void>& keep, double setup) {
+    const std::string label = layout_label(nk) + suffix;
+    variants.push_back({label, gemm(p, a, bb, nk, c, keep), setup});
+    if (gemm_rows(p) == 1)
+      variants.push_back({label + " gemv", gemv(p, a, bb, nk, c, keep), setup});
+  };
+  add(b, p.b_layout_nk, "", {}, 0);
+  if (p.b_shared) {  // a B that changes per call (attention) may not be copied ahead
+    Stopwatch watch;
+    auto copy = std::make_shared<std::vector<float>>(p.b_layout_nk ? transposed(b, p.n, p.k)
+                                                                   : transposed(b, p.k, p.n));
+    add(copy->data(), !p.b_layout_nk, " copy", copy, watch.seconds());
+  }
+  return variants;
+}
 
 }  // namespace dietcode::bench::peers
 

@@ -27,12 +27,9 @@ int64_t evaluate_int(const Expr& e, const Bindings& bindings) {
     case ExprKind::Mul:
       return x * y;
     case ExprKind::Div:
-    case ExprKind::Mod: {
+    case ExprKind::Mod:
       DC_INTERNAL_CHECK(y != 0, "division by zero in {}", to_string(e));
-      int64_t q = x / y;
-      if (x % y != 0 && ((x < 0) != (y < 0))) --q;
-      return e.kind() == ExprKind::Div ? q : x - q * y;
-    }
+      return e.kind() == ExprKind::Div ? floor_div(x, y) : floor_mod(x, y);
     case ExprKind::Min:
       return std::min(x, y);
     case ExprKind::Max:

@@ -44,12 +44,16 @@ bool is_const(const Expr& e, int64_t value) {
   return c && *c == value;
 }
 
-namespace {
-
 int64_t floor_div(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
+
+int64_t floor_mod(int64_t a, int64_t b) {
+  return a - floor_div(a, b) * b;
+}
+
+namespace {
 
 bool is_comparison(ExprKind k) {
   return k == ExprKind::LT || k == ExprKind::LE || k == ExprKind::EQ;
@@ -100,7 +104,7 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
         return floor_div(x, y);
       case ExprKind::Mod:
         DC_INTERNAL_CHECK(y != 0, "modulo by zero");
-        return x - floor_div(x, y) * y;
+        return floor_mod(x, y);
       case ExprKind::Min:
         return std::min(x, y);
       case ExprKind::Max:

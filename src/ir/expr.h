@@ -232,6 +232,11 @@ inline Expr ceil_div(Expr a, Expr b) {
   return (a + (b - 1)) / b;
 }
 
+// Integer division and remainder rounding toward negative infinity (the semantics of
+// Div and Mod everywhere: folding, evaluation, code generation, the reference).
+int64_t floor_div(int64_t a, int64_t b);
+int64_t floor_mod(int64_t a, int64_t b);
+
 // The node of Add..And expressions, or null for other kinds.
 const BinaryNode* as_binary(const Expr& e);
 

@@ -48,15 +48,9 @@ class Compiler {
       case ExprKind::Mul:
         return [x, y](Slots& s) { return x(s) * y(s); };
       case ExprKind::Div:
-        return [x, y](Slots& s) {
-          int64_t a = x(s), d = y(s), q = a / d;
-          return (a % d != 0 && ((a < 0) != (d < 0))) ? q - 1 : q;
-        };
+        return [x, y](Slots& s) { return floor_div(x(s), y(s)); };
       case ExprKind::Mod:
-        return [x, y](Slots& s) {
-          int64_t a = x(s), d = y(s), r = a % d;
-          return (r != 0 && ((r < 0) != (d < 0))) ? r + d : r;
-        };
+        return [x, y](Slots& s) { return floor_mod(x(s), y(s)); };
       case ExprKind::Min:
         return [x, y](Slots& s) { return std::min(x(s), y(s)); };
       case ExprKind::Max:

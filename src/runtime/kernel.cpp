@@ -66,7 +66,6 @@ Kernel Kernel::compile(const te::Operator& op, const schedule::MicroKernelSchedu
   return k;
 }
 
-
 void Kernel::run(const std::vector<int64_t>& shape, const std::vector<ConstTensor>& inputs,
                  MutableTensor output, const RunOptions& options) const {
   ir::Bindings bindings = op_.bind(shape, options.strict_ranges);
@@ -88,13 +87,15 @@ void Kernel::run(const std::vector<int64_t>& shape, const std::vector<ConstTenso
     PackedHeader header;
     std::memcpy(&header, inputs[i].data, sizeof header);
     if (header.magic != kPackedMagic)
-      user_error("operator {}: buffer {} does not hold pre-packed weights; pass what Kernel::prepack "
-                 "returned",
-                 op_.name, name);
+      user_error(
+          "operator {}: buffer {} does not hold pre-packed weights; pass what Kernel::prepack "
+          "returned",
+          op_.name, name);
     if (header.layout != layout_id(schedule_digest_, payload))
-      user_error("operator {}: buffer {} was packed for another micro-kernel or shape; pack it with this "
-                 "kernel's prepack()",
-                 op_.name, name);
+      user_error(
+          "operator {}: buffer {} was packed for another micro-kernel or shape; pack it with this "
+          "kernel's prepack()",
+          op_.name, name);
     pointers.push_back(const_cast<float*>(inputs[i].data) + kHeaderFloats);
   }
   check_tensor(op_, op_.compute.output.name(), output.data, output.elements, sizes.back());

@@ -41,7 +41,8 @@ class ScratchStack {
       c.size = std::max<size_t>(bytes, size_t{1} << 20);
       c.memory.reset(static_cast<char*>(std::aligned_alloc(64, c.size)));
       if (!c.memory) {
-        std::fprintf(stderr, "dietcode: out of memory allocating %zu bytes of packing scratch\n", bytes);
+        std::fprintf(stderr, "dietcode: out of memory allocating %zu bytes of packing scratch\n",
+                     bytes);
         std::abort();
       }
       chunks_.push_back(std::move(c));
@@ -70,6 +71,10 @@ thread_local ScratchStack scratch;
 
 }  // namespace
 
-extern "C" void* dietcode_alloc(int64_t bytes) { return scratch.push(static_cast<size_t>(bytes)); }
+extern "C" void* dietcode_alloc(int64_t bytes) {
+  return scratch.push(static_cast<size_t>(bytes));
+}
 
-extern "C" void dietcode_free(void*) { scratch.pop(); }
+extern "C" void dietcode_free(void*) {
+  scratch.pop();
+}

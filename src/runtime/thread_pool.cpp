@@ -1,7 +1,6 @@
 #include "runtime/thread_pool.h"
 
 #include <immintrin.h>
-
 #include <pthread.h>
 #include <sched.h>
 
@@ -12,7 +11,6 @@
 #include "runtime/abi.h"
 
 namespace dietcode::runtime {
-
 
 namespace {
 
@@ -47,7 +45,9 @@ ThreadPool& ThreadPool::global() {
   return pool;
 }
 
-void ThreadPool::pin_caller_thread() { pin_to_cpu(pthread_self(), 0); }
+void ThreadPool::pin_caller_thread() {
+  pin_to_cpu(pthread_self(), 0);
+}
 
 void ThreadPool::set_pinning(bool pin) {
   std::lock_guard<std::mutex> region(region_mutex_);
@@ -64,9 +64,13 @@ void ThreadPool::set_pinning(bool pin) {
   }
 }
 
-ThreadPool::ThreadPool(int threads) { set_num_threads(threads); }
+ThreadPool::ThreadPool(int threads) {
+  set_num_threads(threads);
+}
 
-ThreadPool::~ThreadPool() { stop_workers(); }
+ThreadPool::~ThreadPool() {
+  stop_workers();
+}
 
 void ThreadPool::stop_workers() {
   {
@@ -100,7 +104,8 @@ void ThreadPool::worker_loop(uint64_t seen) {
     auto idle_since = std::chrono::steady_clock::now();
     uint64_t current;
     while ((current = generation_.load(std::memory_order_acquire)) == seen && !stopping_) {
-      if (std::chrono::steady_clock::now() - idle_since < std::chrono::nanoseconds(kSpinNanoseconds)) {
+      if (std::chrono::steady_clock::now() - idle_since <
+          std::chrono::nanoseconds(kSpinNanoseconds)) {
         _mm_pause();
         continue;
       }
@@ -142,4 +147,3 @@ void ThreadPool::parallel_for(int64_t n, void (*body)(int64_t, void*), void* clo
 extern "C" void dietcode_parallel_for(int64_t n, void (*body)(int64_t, void*), void* closure) {
   dietcode::runtime::ThreadPool::global().parallel_for(n, body, closure);
 }
-

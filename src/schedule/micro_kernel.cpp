@@ -68,8 +68,8 @@ std::string string_field(const json& j, const char* name) {
 MicroKernelSchedule schedule_from_json(const json& j) {
   if (!j.is_object()) user_error("schedule JSON: expected an object, got {}", j.dump());
   static const std::set<std::string> known{
-      "target",   "isa",      "mr",     "nr",           "kc",     "mc",     "nc",
-      "loop_order", "parallel", "inner_tile_loop", "unroll_k", "pack_a", "pack_b"};
+      "target",          "isa",      "mr",     "nr",    "kc", "mc", "nc", "loop_order", "parallel",
+      "inner_tile_loop", "unroll_k", "pack_a", "pack_b"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) user_error("schedule JSON: unknown field '{}'", it.key());
   MicroKernelSchedule s;

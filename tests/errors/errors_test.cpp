@@ -85,16 +85,18 @@ TEST(Errors, PrepackedInputMustBeThePackedBuffer) {
   // Raw weights of exactly the packed size are refused too, by the packed header.
   runtime::AlignedBuffer raw(k.packed_size({5}));
   for (int64_t i = 0; i < raw.size(); ++i) raw[i] = 0.5f;
-  EXPECT_USER_ERROR(k.run({5}, {{x.data(), x.size()}, {raw.data(), raw.size()}}, {y.data(), y.size()}),
-                    "does not hold pre-packed weights");
+  EXPECT_USER_ERROR(
+      k.run({5}, {{x.data(), x.size()}, {raw.data(), raw.size()}}, {y.data(), y.size()}),
+      "does not hold pre-packed weights");
   // Weights packed for another micro-kernel with the same packed size.
   schedule::MicroKernelSchedule other = s;
   other.unroll_k = 1;
   runtime::Kernel k2 = runtime::Kernel::compile(op, other);
   runtime::AlignedBuffer packed2 = k2.prepack({5}, {w.data(), w.size()});
   ASSERT_EQ(packed2.size(), k.packed_size({5}));
-  EXPECT_USER_ERROR(k.run({5}, {{x.data(), x.size()}, {packed2.data(), packed2.size()}}, {y.data(), y.size()}),
-                    "packed for another micro-kernel");
+  EXPECT_USER_ERROR(
+      k.run({5}, {{x.data(), x.size()}, {packed2.data(), packed2.size()}}, {y.data(), y.size()}),
+      "packed for another micro-kernel");
   EXPECT_USER_ERROR(k.prepack({5}, {w.data(), 209}), "buffer W has 209 elements, expected 210");
   runtime::Kernel unpacked = runtime::Kernel::compile(op, small_schedule());
   EXPECT_USER_ERROR(unpacked.prepack({5}, {w.data(), w.size()}), "does not pre-pack");

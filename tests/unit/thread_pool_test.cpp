@@ -1,11 +1,11 @@
 // The runtime's thread pool: every task runs exactly once, whatever the timing.
+#include "runtime/thread_pool.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 #include <vector>
-
-#include "runtime/thread_pool.h"
 
 using dietcode::runtime::ThreadPool;
 

@@ -39,7 +39,9 @@ std::vector<schedule::MicroKernelSchedule> read_kernels(const std::string& path)
   std::vector<schedule::MicroKernelSchedule> out;
   std::string line;
   for (int number = 1; std::getline(f, line); ++number) {
-    if (line.find_first_not_of(" \t") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
+    if (line.find_first_not_of(" \t") == std::string::npos ||
+        line[line.find_first_not_of(" \t")] == '#')
+      continue;
     try {
       out.push_back(schedule::schedule_from_json_text(line));
     } catch (const Error& e) {
@@ -52,14 +54,17 @@ std::vector<schedule::MicroKernelSchedule> read_kernels(const std::string& path)
 
 int run_bench(BenchCliOptions o) {
   if (!o.module.empty())
-    user_error("--module {}: tuned modules come with the auto-scheduler and are not supported yet; use --sweep",
-               o.module);
+    user_error(
+        "--module {}: tuned modules come with the auto-scheduler and are not supported yet; use "
+        "--sweep",
+        o.module);
   o.bench.t_values = parse_int_list(o.m, "--M");
   if (!o.peers.empty()) {
     size_t start = 0;
     while (start <= o.peers.size()) {
       size_t comma = o.peers.find(',', start);
-      o.bench.peers.push_back(o.peers.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      o.bench.peers.push_back(
+          o.peers.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
@@ -70,7 +75,8 @@ int run_bench(BenchCliOptions o) {
   fmt::print("{}", bench::format_table(r));
   if (o.winners)
     for (const bench::Measurement& m : r.rows)
-      fmt::print("winner {} M={} {}: {} ({:.1f} GFLOP/s)\n", m.workload, m.m, m.impl, m.variant, m.gflops);
+      fmt::print("winner {} M={} {}: {} ({:.1f} GFLOP/s)\n", m.workload, m.m, m.impl, m.variant,
+                 m.gflops);
   if (!o.csv.empty()) bench::write_csv(r, o.csv);
   if (!o.plot.empty()) bench::write_plot(r, o.plot);
   return 0;
@@ -80,17 +86,26 @@ int run_bench(BenchCliOptions o) {
 
 void register_bench(CLI::App& app, Action& action) {
   auto o = std::make_shared<BenchCliOptions>();
-  CLI::App* cmd = app.add_subcommand("bench", "measure generated kernels against the vendor libraries");
-  cmd->add_option("--workload", o->bench.workload, "bert-dense or bert-attention")->capture_default_str();
-  cmd->add_option("--M", o->m, "sequence lengths: '1,17,127', '1..128' or both")->capture_default_str();
-  cmd->add_option("--threads", o->bench.threads, "threads for every implementation")->capture_default_str();
+  CLI::App* cmd =
+      app.add_subcommand("bench", "measure generated kernels against the vendor libraries");
+  cmd->add_option("--workload", o->bench.workload, "bert-dense or bert-attention")
+      ->capture_default_str();
+  cmd->add_option("--M", o->m, "sequence lengths: '1,17,127', '1..128' or both")
+      ->capture_default_str();
+  cmd->add_option("--threads", o->bench.threads, "threads for every implementation")
+      ->capture_default_str();
   cmd->add_flag("--sweep", o->sweep, "best of a grid of micro-kernels per shape (the default)");
   cmd->add_option("--module", o->module, "a tuned module (not supported yet)");
-  cmd->add_option("--kernels", o->kernels, "our candidates: a file of schedules (JSON), one per line");
-  cmd->add_flag("--winners", o->winners, "print the winning variant of every implementation per shape");
-  cmd->add_option("--peers", o->peers, "comma-separated subset of openblas,onednn,blis,libxsmm, or none");
-  cmd->add_option("--peers-dir", o->bench.peers_dir, "folder of the peer plugins (default: beside the tool)");
-  cmd->add_option("--seconds", o->bench.seconds_per_measurement, "timed seconds per implementation and shape")
+  cmd->add_option("--kernels", o->kernels,
+                  "our candidates: a file of schedules (JSON), one per line");
+  cmd->add_flag("--winners", o->winners,
+                "print the winning variant of every implementation per shape");
+  cmd->add_option("--peers", o->peers,
+                  "comma-separated subset of openblas,onednn,blis,libxsmm, or none");
+  cmd->add_option("--peers-dir", o->bench.peers_dir,
+                  "folder of the peer plugins (default: beside the tool)");
+  cmd->add_option("--seconds", o->bench.seconds_per_measurement,
+                  "timed seconds per implementation and shape")
       ->capture_default_str();
   cmd->add_option("--csv", o->csv, "write one row per measurement to this CSV file");
   cmd->add_option("--plot", o->plot, "write GFLOP/s vs M to this .svg or .png file (gnuplot)");
