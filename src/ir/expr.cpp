@@ -53,6 +53,36 @@ int64_t floor_mod(int64_t a, int64_t b) {
   return a - floor_div(a, b) * b;
 }
 
+int64_t apply_binary(ExprKind kind, int64_t x, int64_t y) {
+  switch (kind) {
+    case ExprKind::Add:
+      return x + y;
+    case ExprKind::Sub:
+      return x - y;
+    case ExprKind::Mul:
+      return x * y;
+    case ExprKind::Div:
+    case ExprKind::Mod:
+      DC_INTERNAL_CHECK(y != 0, "{} by zero", to_string(kind));
+      return kind == ExprKind::Div ? floor_div(x, y) : floor_mod(x, y);
+    case ExprKind::Min:
+      return std::min(x, y);
+    case ExprKind::Max:
+      return std::max(x, y);
+    case ExprKind::LT:
+      return x < y;
+    case ExprKind::LE:
+      return x <= y;
+    case ExprKind::EQ:
+      return x == y;
+    case ExprKind::And:
+      return x && y;
+    default:
+      break;
+  }
+  internal_error(__FILE__, __LINE__, std::string("not a binary operator: ") + to_string(kind));
+}
+
 namespace {
 
 bool is_comparison(ExprKind k) {
@@ -91,24 +121,15 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
   const int64_t* ca = as_const_int(a);
   const int64_t* cb = as_const_int(b);
   if (ca && cb) {
-    int64_t x = *ca, y = *cb;
     switch (kind) {
       case ExprKind::Add:
-        return x + y;
       case ExprKind::Sub:
-        return x - y;
       case ExprKind::Mul:
-        return x * y;
       case ExprKind::Div:
-        DC_INTERNAL_CHECK(y != 0, "division by zero");
-        return floor_div(x, y);
       case ExprKind::Mod:
-        DC_INTERNAL_CHECK(y != 0, "modulo by zero");
-        return floor_mod(x, y);
       case ExprKind::Min:
-        return std::min(x, y);
       case ExprKind::Max:
-        return std::max(x, y);
+        return apply_binary(kind, *ca, *cb);
       default:
         break;
     }

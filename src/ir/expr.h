@@ -236,6 +236,8 @@ inline Expr ceil_div(Expr a, Expr b) {
 // Div and Mod everywhere: folding, evaluation, code generation, the reference).
 int64_t floor_div(int64_t a, int64_t b);
 int64_t floor_mod(int64_t a, int64_t b);
+// The value of a binary integer operator (Add..And; comparisons give 0 or 1).
+int64_t apply_binary(ExprKind kind, int64_t x, int64_t y);
 
 // The node of Add..And expressions, or null for other kinds.
 const BinaryNode* as_binary(const Expr& e);
