@@ -69,6 +69,13 @@ int run_bench(BenchCliOptions o) {
       start = comma + 1;
     }
   }
+  // Output paths are checked before minutes of measurement, not after.
+  if (!o.plot.empty()) {
+    std::string ext = std::filesystem::path(o.plot).extension().string();
+    if (ext != ".svg" && ext != ".png") user_error("--plot {}: expected a .svg or .png file name", o.plot);
+  }
+  if (!o.csv.empty() && !std::ofstream(o.csv, std::ios::app))
+    user_error("--csv {}: cannot open the file for writing", o.csv);
   if (o.bench.peers_dir.empty()) o.bench.peers_dir = default_peers_dir();
   if (!o.kernels.empty()) o.bench.kernels = read_kernels(o.kernels);
   bench::BenchResult r = bench::run_bench(o.bench);
