@@ -108,6 +108,32 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op,
       if (std::find(grid.begin(), grid.end(), s) == grid.end()) grid.push_back(s);
     }
   }
+  // Tall one-vector tiles for M just past a short tile's multiple (17, 19, 23): with 32
+  // vector registers a 15..24-row tile still keeps every accumulator in a register.
+  for (int64_t mr = 15; mr <= std::min<int64_t>(24, vec.registers - 2); ++mr) {
+    if (mr > ext.m || batched) break;
+    schedule::MicroKernelSchedule s;
+    s.isa = isa;
+    s.mr = mr;
+    s.nr = vec.width;
+    s.kc = std::min<int64_t>(768, ext.k);
+    s.unroll_k = 4;
+    s.loop_order = {"n", "k", "m"};
+    s.inner_tile_loop = kInnerN;
+    s.parallel = kParallelN;
+    s.pack_b = c.b.constant ? schedule::PackB::Prepacked : schedule::PackB::PerBlock;
+    s.nc = std::min(round_up((ext.n + threads - 1) / threads, s.nr), round_up(ext.n, s.nr));
+    s.mc = std::min(round_up(96, mr), round_up(ext.m, mr));
+    for (schedule::PackA pack : {schedule::PackA::Direct, schedule::PackA::Packed}) {
+      s.pack_a = pack;
+      try {
+        schedule::validate(s, op);
+        grid.push_back(s);
+      } catch (const Error&) {
+        // not valid for this operator's extents
+      }
+    }
+  }
   if (grid.empty())
     user_error("operator {}: no micro-kernel of the sweep grid is valid for it", op.name);
   return grid;
