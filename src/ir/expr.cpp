@@ -85,6 +85,12 @@ int64_t apply_binary(ExprKind kind, int64_t x, int64_t y) {
 
 namespace {
 
+// Add, Sub, Mul, Div, Mod, Min, Max: integer in, integer out.
+bool is_arithmetic(ExprKind k) {
+  return k == ExprKind::Add || k == ExprKind::Sub || k == ExprKind::Mul || k == ExprKind::Div ||
+         k == ExprKind::Mod || k == ExprKind::Min || k == ExprKind::Max;
+}
+
 bool is_comparison(ExprKind k) {
   return k == ExprKind::LT || k == ExprKind::LE || k == ExprKind::EQ;
 }
@@ -92,22 +98,9 @@ bool is_comparison(ExprKind k) {
 }  // namespace
 
 const BinaryNode* as_binary(const Expr& e) {
-  switch (e.kind()) {
-    case ExprKind::Add:
-    case ExprKind::Sub:
-    case ExprKind::Mul:
-    case ExprKind::Div:
-    case ExprKind::Mod:
-    case ExprKind::Min:
-    case ExprKind::Max:
-    case ExprKind::LT:
-    case ExprKind::LE:
-    case ExprKind::EQ:
-    case ExprKind::And:
-      return static_cast<const BinaryNode*>(e.get());
-    default:
-      return nullptr;
-  }
+  ExprKind k = e.kind();
+  bool binary = is_arithmetic(k) || is_comparison(k) || k == ExprKind::And;
+  return binary ? static_cast<const BinaryNode*>(e.get()) : nullptr;
 }
 
 Expr make_binary(ExprKind kind, Expr a, Expr b) {
@@ -120,20 +113,7 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
                     to_string(kind));
   const int64_t* ca = as_const_int(a);
   const int64_t* cb = as_const_int(b);
-  if (ca && cb) {
-    switch (kind) {
-      case ExprKind::Add:
-      case ExprKind::Sub:
-      case ExprKind::Mul:
-      case ExprKind::Div:
-      case ExprKind::Mod:
-      case ExprKind::Min:
-      case ExprKind::Max:
-        return apply_binary(kind, *ca, *cb);
-      default:
-        break;
-    }
-  }
+  if (ca && cb && is_arithmetic(kind)) return apply_binary(kind, *ca, *cb);
   if (a.type() == Type::Int) {
     // Identities that keep index arithmetic small and readable.
     if (kind == ExprKind::Add && ca && *ca == 0) return b;
