@@ -12,6 +12,7 @@
 
 #include "codegen/llvm/target.h"
 #include "ops/dense.h"
+#include "reference/reference.h"
 #include "runtime/kernel.h"
 #include "runtime/thread_pool.h"
 #include "schedule/random_schedule.h"
@@ -43,15 +44,6 @@ schedule::MicroKernelSchedule hand_picked(const std::string& isa) {
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-double max_rel_err(const std::vector<float>& got, const std::vector<double>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    num += (got[i] - want[i]) * (got[i] - want[i]);
-    den += want[i] * want[i];
-  }
-  return std::sqrt(num / den);
 }
 
 }  // namespace
@@ -101,7 +93,8 @@ int main() {
     std::fill(y.begin(), y.end(), NAN);
     run_ours();
     run_blas();
-    double err = max_rel_err(y, want), err_blas = max_rel_err(y_blas, want);
+    double err = reference::relative_error(y.data(), want);
+    double err_blas = reference::relative_error(y_blas.data(), want);
     if (!(err < 1e-5) || !(err_blas < 1e-5)) {
       fmt::print("M={}: wrong result (dietcode {:.3g}, OpenBLAS {:.3g})\n", m, err, err_blas);
       return 1;
