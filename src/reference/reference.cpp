@@ -113,8 +113,13 @@ class Compiler {
 
 }  // namespace
 
-std::vector<double> evaluate(const te::Operator& op, const std::vector<int64_t>& shape,
-                             const std::vector<const float*>& inputs) {
+namespace {
+
+// Evaluates the output elements at the given flat (row-major) indices, or all of them
+// when `at` is null.
+std::vector<double> evaluate_impl(const te::Operator& op, const std::vector<int64_t>& shape,
+                                  const std::vector<const float*>& inputs,
+                                  const std::vector<int64_t>* at) {
   DC_INTERNAL_CHECK(inputs.size() == op.inputs.size(), "reference: input count");
   Bindings bindings = op.bind(shape);
   Compiler compiler(op, inputs);
@@ -132,17 +137,37 @@ std::vector<double> evaluate(const te::Operator& op, const std::vector<int64_t>&
     slots[compiler.slot(v.var)] = bindings.at(v.var.get());
   int64_t total = 1;
   for (int64_t e : extents) total *= e;
-  std::vector<double> out(static_cast<size_t>(total));
-  std::vector<int64_t> idx(extents.size(), 0);
-  for (int64_t flat = 0; flat < total; ++flat) {
-    for (size_t d = 0; d < idx.size(); ++d) slots[axis_slots[d]] = idx[d];
-    out[flat] = body(slots);
-    for (size_t d = idx.size(); d-- > 0;) {  // row-major odometer
-      if (++idx[d] < extents[d]) break;
-      idx[d] = 0;
+  auto element = [&](int64_t flat) {
+    for (size_t d = extents.size(); d-- > 0;) {
+      slots[axis_slots[d]] = flat % extents[d];
+      flat /= extents[d];
     }
+    return body(slots);
+  };
+  std::vector<double> out;
+  if (at) {
+    for (int64_t flat : *at) {
+      DC_INTERNAL_CHECK(flat >= 0 && flat < total, "reference: element {} out of range", flat);
+      out.push_back(element(flat));
+    }
+  } else {
+    out.resize(static_cast<size_t>(total));
+    for (int64_t flat = 0; flat < total; ++flat) out[flat] = element(flat);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<double> evaluate(const te::Operator& op, const std::vector<int64_t>& shape,
+                             const std::vector<const float*>& inputs) {
+  return evaluate_impl(op, shape, inputs, nullptr);
+}
+
+std::vector<double> evaluate_at(const te::Operator& op, const std::vector<int64_t>& shape,
+                                const std::vector<const float*>& inputs,
+                                const std::vector<int64_t>& flat_indices) {
+  return evaluate_impl(op, shape, inputs, &flat_indices);
 }
 
 double relative_error(const float* got, const std::vector<double>& want) {

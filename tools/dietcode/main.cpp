@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   register_verify(app, action);
   register_inspect(app, action);
   register_bench(app, action);
+  register_tune(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -27,20 +27,33 @@ std::vector<int64_t> OperatorOptions::m_values() const {
   return parse_int_list(m, "--M");
 }
 
-te::Operator OperatorOptions::build() const {
+ops::OperatorSpec OperatorOptions::spec() const {
   if (n < 1) user_error("--N {}: expected a positive integer", n);
   if (k < 1) user_error("--K {}: expected a positive integer", k);
   if (batch < 1) user_error("--batch {}: expected a positive integer", batch);
   std::vector<int64_t> declared = range.empty() ? m_values() : parse_int_list(range, "--range");
-  int64_t lo = declared.front(), hi = declared.back();
-  if (op == "dense") return ops::dense(lo, hi, n, k, ops::parse_epilogue(epilogue));
-  if (op == "batch_matmul") {
+  ops::OperatorSpec s;
+  s.op = op;
+  s.n = n;
+  s.k = k;
+  s.batch = batch;
+  s.layout = layout;
+  s.epilogue = epilogue;
+  s.m_min = declared.front();
+  s.m_max = declared.back();
+  if (op == "dense") {
+    ops::parse_epilogue(epilogue);
+  } else if (op == "batch_matmul") {
     if (epilogue != "none") user_error("--epilogue {}: batch_matmul takes no epilogue", epilogue);
-    te::ShapeVar m_var = te::shape_var("M", lo, hi);
-    ir::Expr m_expr = m_var.var;
-    return ops::batch_matmul({m_var}, batch, m_expr, n, k, ops::parse_layout(layout));
+    ops::parse_layout(layout);
+  } else {
+    user_error("--op '{}': unknown operator; expected dense or batch_matmul", op);
   }
-  user_error("--op '{}': unknown operator; expected dense or batch_matmul", op);
+  return s;
+}
+
+te::Operator OperatorOptions::build() const {
+  return spec().build();
 }
 
 std::string OperatorOptions::command_line(int64_t m_value) const {

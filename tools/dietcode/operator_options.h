@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/spec.h"
 #include "te/tensor.h"
 
 namespace dietcode::tool {
@@ -21,6 +22,8 @@ struct OperatorOptions {
   void add_to(CLI::App& app);
   // The M values to run.
   std::vector<int64_t> m_values() const;
+  // The operator as data (M declared over --range, or min..max of --M).
+  ops::OperatorSpec spec() const;
   // The operator, with M symbolic over the declared range. Throws dietcode::Error.
   te::Operator build() const;
   // The options as command-line text for one M, for reproduction lines.

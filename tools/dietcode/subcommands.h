@@ -12,5 +12,6 @@ using Action = std::function<int()>;
 void register_verify(CLI::App& app, Action& action);
 void register_inspect(CLI::App& app, Action& action);
 void register_bench(CLI::App& app, Action& action);
+void register_tune(CLI::App& app, Action& action);
 
 }  // namespace dietcode::tool

@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "codegen/llvm/codegen_llvm.h"
+#include "codegen/llvm/jit_engine.h"
 #include "runtime/abi.h"
 #include "support/error.h"
 
@@ -55,6 +56,8 @@ void initialize_llvm() {
   });
 }
 
+}  // namespace
+
 std::unique_ptr<llvm::TargetMachine> make_target_machine(const CpuTarget& t) {
   initialize_llvm();
   std::string triple = llvm::sys::getProcessTriple();
@@ -67,6 +70,13 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const CpuTarget& t) {
       target->createTargetMachine(triple, t.cpu, t.features, options, llvm::Reloc::PIC_,
                                   std::nullopt, llvm::CodeGenOptLevel::Aggressive, /*JIT=*/true));
 }
+
+void set_target(llvm::Module& m, const llvm::TargetMachine& tm) {
+  m.setDataLayout(tm.createDataLayout());
+  m.setTargetTriple(tm.getTargetTriple().str());
+}
+
+namespace {
 
 // The IR pipeline before instruction selection. The micro-kernel is already explicit
 // vector code with its accumulators in SSA values, so the full O2 pipeline buys nothing
@@ -95,8 +105,7 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const lower::
                                            const CpuTarget& t, llvm::TargetMachine& tm,
                                            const std::string& prefix, bool optimized) {
   std::unique_ptr<llvm::Module> m = emit_module(ctx, k, t, prefix);
-  m->setDataLayout(tm.createDataLayout());
-  m->setTargetTriple(tm.getTargetTriple().str());
+  set_target(*m, tm);
   if (optimized) optimize(*m, tm);
   return m;
 }
@@ -143,26 +152,56 @@ class Engine {
   std::atomic<int64_t> counter_{0};
 };
 
-class OrcJitCode : public JitCode {
+class OrcJitModule : public JitModule {
  public:
-  OrcJitCode(orc::ResourceTrackerSP tracker, ComputeFn compute, ComputeFn prepack)
-      : tracker_(std::move(tracker)), compute_(compute), prepack_(prepack) {}
-  ~OrcJitCode() override {
+  explicit OrcJitModule(orc::ResourceTrackerSP tracker) : tracker_(std::move(tracker)) {}
+  ~OrcJitModule() override {
     if (llvm::Error e = tracker_->remove()) llvm::consumeError(std::move(e));  // process exit path
   }
+  void* lookup(const std::string& name) const override {
+    return unwrap(Engine::get().jit().lookup(name), "looking up a JIT symbol").toPtr<void*>();
+  }
+
+ private:
+  orc::ResourceTrackerSP tracker_;
+};
+
+class OrcJitCode : public JitCode {
+ public:
+  OrcJitCode(std::unique_ptr<JitModule> module, ComputeFn compute, ComputeFn prepack)
+      : module_(std::move(module)), compute_(compute), prepack_(prepack) {}
   ComputeFn compute() const override { return compute_; }
   ComputeFn prepack() const override { return prepack_; }
 
  private:
-  orc::ResourceTrackerSP tracker_;
+  std::unique_ptr<JitModule> module_;
   ComputeFn compute_, prepack_;
 };
 
 }  // namespace
 
+std::string jit_unique_prefix() {
+  return Engine::get().next_prefix();
+}
+
+void set_host_target(llvm::Module& m) {
+  orc::LLJIT& jit = Engine::get().jit();
+  m.setDataLayout(jit.getDataLayout());
+  m.setTargetTriple(jit.getTargetTriple().str());
+}
+
+std::unique_ptr<JitModule> jit_add_module(std::unique_ptr<llvm::Module> m,
+                                          std::unique_ptr<llvm::LLVMContext> ctx) {
+  orc::LLJIT& jit = Engine::get().jit();
+  orc::ResourceTrackerSP tracker = jit.getMainJITDylib().createResourceTracker();
+  check(jit.addIRModule(tracker, orc::ThreadSafeModule(std::move(m), std::move(ctx))),
+        "adding a module to the JIT");
+  return std::make_unique<OrcJitModule>(std::move(tracker));
+}
+
 std::unique_ptr<JitCode> jit_compile(const lower::LoweredKernel& k) {
   Engine& engine = Engine::get();
-  std::string prefix = engine.next_prefix();
+  std::string prefix = jit_unique_prefix();
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::unique_ptr<llvm::Module> m;
   {
@@ -171,15 +210,13 @@ std::unique_ptr<JitCode> jit_compile(const lower::LoweredKernel& k) {
     std::lock_guard<std::mutex> lock(tm_mutex);
     m = build_module(*ctx, k, host_target(), engine.target_machine(), prefix, true);
   }
-  orc::ResourceTrackerSP tracker = engine.jit().getMainJITDylib().createResourceTracker();
-  check(engine.jit().addIRModule(tracker, orc::ThreadSafeModule(std::move(m), std::move(ctx))),
-        "adding a module to the JIT");
+  std::unique_ptr<JitModule> module = jit_add_module(std::move(m), std::move(ctx));
   auto lookup = [&](const std::string& name) {
-    return unwrap(engine.jit().lookup(prefix + name), "looking up a kernel").toPtr<ComputeFn>();
+    return reinterpret_cast<ComputeFn>(module->lookup(prefix + name));
   };
   ComputeFn compute = lookup("compute");
   ComputeFn prepack = k.prepacked_b ? lookup("prepack") : nullptr;
-  return std::make_unique<OrcJitCode>(tracker, compute, prepack);
+  return std::make_unique<OrcJitCode>(std::move(module), compute, prepack);
 }
 
 std::string llvm_ir_text(const lower::LoweredKernel& k, const CpuTarget& target, bool optimized) {

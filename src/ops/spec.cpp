@@ -1,0 +1,124 @@
+#include "ops/spec.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "ops/batch_matmul.h"
+#include "ops/dense.h"
+#include "support/error.h"
+
+namespace dietcode::ops {
+
+te::Operator OperatorSpec::build() const {
+  if (n < 1) user_error("operator N = {}: expected a positive integer", n);
+  if (k < 1) user_error("operator K = {}: expected a positive integer", k);
+  if (batch < 1) user_error("operator batch = {}: expected a positive integer", batch);
+  if (m_min < 1 || m_max < m_min)
+    user_error("operator M range {}..{}: expected 1 <= lo <= hi", m_min, m_max);
+  te::ShapeVar m_var = te::shape_var("M", m_min, m_max, instances);
+  ir::Expr m_expr = m_var.var;
+  if (op == "dense") return dense({m_var}, m_expr, n, k, parse_epilogue(epilogue));
+  if (op == "batch_matmul") {
+    if (epilogue != "none") user_error("epilogue {}: batch_matmul takes no epilogue", epilogue);
+    return batch_matmul({m_var}, batch, m_expr, n, k, parse_layout(layout));
+  }
+  user_error("operator '{}': unknown; expected dense or batch_matmul", op);
+}
+
+std::vector<std::vector<int64_t>> OperatorSpec::declared_shapes() const {
+  std::vector<std::vector<int64_t>> out;
+  if (!instances.empty()) {
+    for (const te::WeightedInstance& i : instances) out.push_back({i.value});
+  } else {
+    for (int64_t m = m_min; m <= m_max; ++m) out.push_back({m});
+  }
+  return out;
+}
+
+std::vector<double> OperatorSpec::declared_weights() const {
+  if (instances.empty()) return std::vector<double>(m_max - m_min + 1, 1.0);
+  std::vector<double> out;
+  for (const te::WeightedInstance& i : instances) out.push_back(i.weight);
+  return out;
+}
+
+std::string OperatorSpec::describe() const {
+  std::string s = fmt::format("{} N={} K={} M={}..{}", op, n, k, m_min, m_max);
+  if (op == "dense") s += " epilogue=" + epilogue;
+  if (op == "batch_matmul") s += fmt::format(" batch={} layout={}", batch, layout);
+  if (!instances.empty()) s += fmt::format(" ({} weighted instances)", instances.size());
+  return s;
+}
+
+bool OperatorSpec::operator==(const OperatorSpec& o) const {
+  return to_json(*this) == to_json(o);
+}
+
+nlohmann::json to_json(const OperatorSpec& s) {
+  nlohmann::json j = {{"op", s.op}, {"N", s.n}, {"K", s.k}, {"M", {s.m_min, s.m_max}}};
+  if (s.op == "dense") j["epilogue"] = s.epilogue;
+  if (s.op == "batch_matmul") {
+    j["batch"] = s.batch;
+    j["layout"] = s.layout;
+  }
+  if (!s.instances.empty()) {
+    nlohmann::json inst = nlohmann::json::array();
+    for (const te::WeightedInstance& i : s.instances) inst.push_back({i.value, i.weight});
+    j["instances"] = inst;
+  }
+  return j;
+}
+
+namespace {
+
+const nlohmann::json& field(const nlohmann::json& j, const char* name) {
+  if (!j.is_object()) user_error("operator spec: expected a JSON object");
+  auto it = j.find(name);
+  if (it == j.end()) user_error("operator spec: missing field '{}'", name);
+  return *it;
+}
+
+int64_t integer_field(const nlohmann::json& j, const char* name) {
+  const nlohmann::json& v = field(j, name);
+  if (!v.is_number_integer()) user_error("operator spec: field '{}' must be an integer", name);
+  return v.get<int64_t>();
+}
+
+std::string string_field(const nlohmann::json& j, const char* name, const char* fallback) {
+  if (!j.contains(name)) return fallback;
+  if (!j[name].is_string()) user_error("operator spec: field '{}' must be a string", name);
+  return j[name].get<std::string>();
+}
+
+}  // namespace
+
+OperatorSpec operator_spec_from_json(const nlohmann::json& j) {
+  OperatorSpec s;
+  const nlohmann::json& op = field(j, "op");
+  if (!op.is_string()) user_error("operator spec: field 'op' must be a string");
+  s.op = op.get<std::string>();
+  s.n = integer_field(j, "N");
+  s.k = integer_field(j, "K");
+  const nlohmann::json& m = field(j, "M");
+  if (!m.is_array() || m.size() != 2 || !m[0].is_number_integer() || !m[1].is_number_integer())
+    user_error("operator spec: field 'M' must be [lo, hi] (integers)");
+  s.m_min = m[0].get<int64_t>();
+  s.m_max = m[1].get<int64_t>();
+  s.epilogue = string_field(j, "epilogue", "none");
+  s.layout = string_field(j, "layout", "NT");
+  if (j.contains("batch")) s.batch = integer_field(j, "batch");
+  if (j.contains("instances")) {
+    const nlohmann::json& inst = j["instances"];
+    if (!inst.is_array()) user_error("operator spec: field 'instances' must be an array");
+    for (const nlohmann::json& i : inst) {
+      if (!i.is_array() || i.size() != 2 || !i[0].is_number_integer() || !i[1].is_number())
+        user_error("operator spec: each instance must be [M, weight]");
+      s.instances.push_back({i[0].get<int64_t>(), i[1].get<double>()});
+    }
+  }
+  s.build();  // validates every field
+  return s;
+}
+
+}  // namespace dietcode::ops

@@ -1,0 +1,43 @@
+// An operator as data: what tuning records and module files store so that the
+// operator can be rebuilt exactly (te::Operator itself is an expression graph).
+//
+//   dense          Y[M, N] = act(X[M, K] W[N, K]^T + bias[N]),  M symbolic
+//   batch_matmul   C[b, M, N] = A[b, M, K] B[b, ...] (layout NN or NT),  M symbolic
+//
+// M is the one shape variable, declared over [m_min, m_max] with optional weighted
+// instances (the shapes a workload sees, and how often).
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "te/tensor.h"
+
+namespace dietcode::ops {
+
+struct OperatorSpec {
+  std::string op = "dense";  // "dense" or "batch_matmul"
+  int64_t n = 64, k = 64;
+  int64_t batch = 1;          // batch_matmul only
+  std::string layout = "NT";  // batch_matmul only
+  std::string epilogue = "none";  // dense only
+  int64_t m_min = 1, m_max = 1;
+  std::vector<te::WeightedInstance> instances;  // empty: every M in range, weight 1
+
+  // Throws dietcode::Error naming the field that is wrong.
+  te::Operator build() const;
+  // The shapes the operator is tuned for (instances, or every M in range) and their weights.
+  std::vector<std::vector<int64_t>> declared_shapes() const;
+  std::vector<double> declared_weights() const;
+  // "dense N=2304 K=768 M=1..128 epilogue=none"
+  std::string describe() const;
+  bool operator==(const OperatorSpec& o) const;
+};
+
+nlohmann::json to_json(const OperatorSpec& s);
+// Throws dietcode::Error naming the missing or invalid field.
+OperatorSpec operator_spec_from_json(const nlohmann::json& j);
+
+}  // namespace dietcode::ops

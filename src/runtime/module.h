@@ -1,0 +1,86 @@
+// A tuned module: the selected micro-kernels of one operator and the decision tree
+// that dispatches any shape to one of them. ModuleSpec is the data (what a module
+// file holds); Module is its compiled, callable form.
+//
+//   ModuleSpec spec = load_module_spec("dense.dcm");
+//   Module m = Module::compile(spec);                 // JIT every kernel + the dispatcher
+//   PackedWeights w = m.prepack(W);                   // constant weights, once
+//   m.run({seq_len}, {{x, nx}, {W, nw}}, {y, ny}, &w); // any shape, from any thread
+//
+// The runtime never depends on the tuner: a module is produced by `dietcode tune`
+// and only read here.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dispatch/decision_tree.h"
+#include "ops/spec.h"
+#include "runtime/kernel.h"
+
+namespace dietcode::dispatch {
+class CompiledDispatcher;
+}
+
+namespace dietcode::runtime {
+
+constexpr int kModuleFormatVersion = 1;
+
+struct ModuleSpec {
+  ops::OperatorSpec op;
+  std::string isa;  // vector ISA the kernels need ("avx2", "avx512")
+  int threads = 1;  // threads the module was tuned for
+  std::vector<schedule::MicroKernelSchedule> kernels;
+  dispatch::DecisionTree dispatch;
+  nlohmann::json machine;     // the CPU it was tuned on (informative)
+  nlohmann::json provenance;  // records digest, dates, tool version, trials
+};
+
+nlohmann::json to_json(const ModuleSpec& m);
+// Throws dietcode::Error naming the field that is wrong (`what` prefixes messages).
+ModuleSpec module_spec_from_json(const nlohmann::json& j, const std::string& what = "module");
+// Files: writes atomically (temporary file, fsync, rename); reads with errors that
+// name the file.
+void save_module_spec(const ModuleSpec& m, const std::string& path);
+ModuleSpec load_module_spec(const std::string& path);
+
+// Constant weights pre-packed for every kernel of a module that wants them.
+struct PackedWeights {
+  std::vector<AlignedBuffer> per_kernel;  // empty buffer where a kernel reads raw weights
+};
+
+class Module {
+ public:
+  // Compiles every kernel and the dispatcher for the host. Throws dietcode::Error if
+  // the host lacks the module's ISA.
+  static Module compile(const ModuleSpec& spec);
+  Module(Module&&) noexcept;
+  Module& operator=(Module&&) noexcept;
+  ~Module();
+
+  // The kernel index a shape dispatches to (native decision tree).
+  int select(const std::vector<int64_t>& shape) const;
+  const Kernel& kernel(int i) const { return kernels_.at(i); }
+  int num_kernels() const { return static_cast<int>(kernels_.size()); }
+  const ModuleSpec& spec() const { return spec_; }
+  const te::Operator& op() const { return op_; }
+
+  // Packs the operator's constant input (the weights) for every kernel that wants it.
+  // `shape` is any valid shape (the weights do not depend on the symbolic dims).
+  PackedWeights prepack(const std::vector<int64_t>& shape, ConstTensor weights) const;
+  // Runs the kernel the shape dispatches to. Inputs in the operator's order with the
+  // raw weights; if `packed` is given, kernels that pre-pack use it instead.
+  void run(const std::vector<int64_t>& shape, const std::vector<ConstTensor>& inputs,
+           MutableTensor output, const PackedWeights* packed = nullptr) const;
+
+ private:
+  Module() = default;
+  ModuleSpec spec_;
+  te::Operator op_;
+  std::vector<Kernel> kernels_;
+  std::unique_ptr<dispatch::CompiledDispatcher> dispatcher_;
+};
+
+}  // namespace dietcode::runtime

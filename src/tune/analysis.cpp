@@ -1,0 +1,92 @@
+#include "tune/analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "ir/evaluate.h"
+
+namespace dietcode::tune {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace
+
+Extents ShapeExtents::at(const ops::Contraction& c, const te::Operator& op,
+                         const std::vector<int64_t>& shape) {
+  ir::Bindings b = op.bind(shape);
+  Extents e;
+  for (const ir::Expr& x : c.batch_extents) e.batch *= ir::evaluate_int(x, b);
+  e.m = ir::evaluate_int(c.m_extent, b);
+  e.n = ir::evaluate_int(c.n_extent, b);
+  e.k = ir::evaluate_int(c.k_extent, b);
+  return e;
+}
+
+ShapeExtents::ShapeExtents(const te::Operator& op, const std::vector<std::vector<int64_t>>& shapes) {
+  ops::Contraction c = ops::match_contraction(op);
+  for (const auto& s : shapes) extents_.push_back(at(c, op, s));
+}
+
+double pad_ratio(const schedule::MicroKernelSchedule& s, const Extents& e) {
+  double useful = double(e.m) * double(e.n);
+  double done = double(ceil_div(e.m, s.mr) * s.mr) * double(ceil_div(e.n, s.nr) * s.nr);
+  return useful / done;
+}
+
+int64_t parallel_tasks(const schedule::MicroKernelSchedule& s, const Extents& e) {
+  if (s.parallel == "m") return ceil_div(e.m, s.mc);
+  if (s.parallel == "n") return ceil_div(e.n, s.nc);
+  if (s.parallel == "batch") return e.batch;
+  return 1;
+}
+
+double OccupancyModel::occ(int64_t tasks) const {
+  if (cores <= 1) return 1.0;
+  // A serial schedule uses one core of P.
+  double ideal = double(tasks) / double(ceil_div(tasks, cores) * cores);
+  return std::pow(ideal, alpha);
+}
+
+void OccupancyModel::fit(const std::vector<Sample>& samples) {
+  if (cores <= 1) return;
+  std::map<int, std::vector<const Sample*>> groups;
+  for (const Sample& s : samples)
+    if (s.throughput > 0) groups[s.group].push_back(&s);
+  int usable = 0;
+  for (auto& [g, v] : groups) {
+    std::vector<int64_t> distinct;
+    for (const Sample* s : v) distinct.push_back(s->tasks);
+    std::sort(distinct.begin(), distinct.end());
+    if (std::unique(distinct.begin(), distinct.end()) - distinct.begin() >= 2) ++usable;
+  }
+  if (usable < 2) return;
+  // Grid search: alpha in [0, 2]; the objective is the summed within-group variance of
+  // log(throughput / occ).
+  double best_alpha = alpha, best = INFINITY;
+  for (int step = 0; step <= 80; ++step) {
+    double a = step * 0.025;
+    OccupancyModel trial{cores, a};
+    double total = 0;
+    for (auto& [g, v] : groups) {
+      if (v.size() < 2) continue;
+      double mean = 0;
+      std::vector<double> x;
+      for (const Sample* s : v) x.push_back(std::log(s->throughput / trial.occ(s->tasks)));
+      for (double d : x) mean += d;
+      mean /= double(x.size());
+      for (double d : x) total += (d - mean) * (d - mean);
+    }
+    if (total < best - 1e-12) {
+      best = total;
+      best_alpha = a;
+    }
+  }
+  alpha = best_alpha;
+}
+
+}  // namespace dietcode::tune

@@ -1,0 +1,61 @@
+// The analytical half of the cost model (../../shared/DIETCODE.md, "Cost model"):
+// how much of a micro-kernel's work on a shape is useful (pad) and how evenly its
+// parallel tasks fill the cores (occ). Pure functions of schedule and extents.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ops/contraction.h"
+#include "schedule/micro_kernel.h"
+#include "te/tensor.h"
+
+namespace dietcode::tune {
+
+// The GEMM extents of an operator at one shape.
+struct Extents {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  double flops() const { return 2.0 * double(batch) * double(m) * double(n) * double(k); }
+};
+
+// Evaluates the contraction's extents at each shape once.
+class ShapeExtents {
+ public:
+  ShapeExtents(const te::Operator& op, const std::vector<std::vector<int64_t>>& shapes);
+  const Extents& operator[](size_t i) const { return extents_[i]; }
+  size_t size() const { return extents_.size(); }
+  static Extents at(const ops::Contraction& c, const te::Operator& op,
+                    const std::vector<int64_t>& shape);
+
+ private:
+  std::vector<Extents> extents_;
+};
+
+// Useful fraction of the work: prod E / prod ceil(E/t)*t over the spatial axes m, n.
+double pad_ratio(const schedule::MicroKernelSchedule& s, const Extents& e);
+
+// Parallel tasks of the schedule's parallel loop on these extents (1 when serial).
+int64_t parallel_tasks(const schedule::MicroKernelSchedule& s, const Extents& e);
+
+// occ = G / (ceil(G/P) * P), with a fitted exponent: occ_fit = occ^alpha. alpha = 1 is
+// the ideal machine; the tuner fits alpha from measurements of the same micro-kernel
+// at different task counts (OccupancyModel::fit). With one core occ is 1.
+struct OccupancyModel {
+  int cores = 1;
+  double alpha = 1.0;
+  double occ(int64_t tasks) const;
+  double occ(const schedule::MicroKernelSchedule& s, const Extents& e) const {
+    return occ(parallel_tasks(s, e));
+  }
+  // Samples: (tasks, measured throughput) of one micro-kernel at shapes with the same
+  // padding, grouped by kernel. Chooses alpha minimizing the spread of throughput/occ
+  // within each group. Leaves alpha unchanged with too few samples.
+  struct Sample {
+    int group;
+    int64_t tasks;
+    double throughput;  // FLOP/s divided by pad
+  };
+  void fit(const std::vector<Sample>& samples);
+};
+
+}  // namespace dietcode::tune

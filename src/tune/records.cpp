@@ -1,0 +1,215 @@
+#include "tune/records.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "support/error.h"
+
+namespace dietcode::tune {
+
+namespace {
+
+constexpr const char* kFormatName = "dietcode-records";
+
+void write_all(int fd, const std::string& text, const std::string& path) {
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      user_error("{}: cannot append a record: {}", path, std::strerror(errno));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) user_error("{}: cannot sync the records: {}", path, std::strerror(errno));
+}
+
+struct ParsedFile {
+  nlohmann::json header;
+  std::vector<TuningRecord> records;
+  int64_t good_bytes = 0;  // bytes up to the end of the last complete line
+  std::vector<std::string> warnings;
+};
+
+ParsedFile parse_file(const std::string& path, const std::string& text) {
+  ParsedFile out;
+  size_t pos = 0;
+  int line_number = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    ++line_number;
+    if (end == std::string::npos) {
+      // A torn last line: the writer died mid-record. Nothing finished is in it.
+      if (line_number == 1)
+        user_error("{}: byte offset 0: the header line is incomplete (truncated file)", path);
+      out.warnings.push_back(fmt::format(
+          "{}: byte offset {}: dropping an incomplete last record ({} bytes; a run was killed "
+          "while writing it)",
+          path, pos, text.size() - pos));
+      break;
+    }
+    std::string line = text.substr(pos, end - pos);
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded())
+      user_error("{}: byte offset {} (line {}): not valid JSON (corrupt records file)", path, pos,
+                 line_number);
+    if (line_number == 1) {
+      if (!j.is_object() || j.value("format", "") != kFormatName)
+        user_error("{}: byte offset 0: not a dietcode records file (no '{}' header)", path,
+                   kFormatName);
+      if (!j.contains("version") || !j["version"].is_number_integer() ||
+          j["version"].get<int>() != kRecordsFormatVersion)
+        user_error("{}: records format version {} is not supported (this tool reads version {})",
+                   path, j.contains("version") ? j["version"].dump() : "?",
+                   kRecordsFormatVersion);
+      out.header = j;
+    } else {
+      try {
+        out.records.push_back(record_from_json(j));
+      } catch (const Error& e) {
+        user_error("{}: byte offset {} (line {}): {}", path, pos, line_number, e.what());
+      }
+    }
+    pos = end + 1;
+    out.good_bytes = static_cast<int64_t>(pos);
+  }
+  if (line_number == 0) user_error("{}: byte offset 0: empty records file (no header)", path);
+  return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) user_error("{}: cannot read the records file", path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+nlohmann::json to_json(const TuningRecord& r) {
+  nlohmann::json j = {{"schedule", schedule::to_json(r.schedule)},
+                      {"shape", r.shape},
+                      {"origin", r.origin},
+                      {"seconds", r.seconds},
+                      {"gflops", r.gflops},
+                      {"max_rel_err", r.max_rel_err},
+                      {"compile_seconds", r.compile_seconds},
+                      {"error", r.error},
+                      {"unix_time", r.unix_time}};
+  return j;
+}
+
+TuningRecord record_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) user_error("record: expected a JSON object");
+  TuningRecord r;
+  r.schedule = schedule::schedule_from_json(j.contains("schedule") ? j["schedule"] : nlohmann::json());
+  try {
+    r.shape = j.at("shape").get<std::vector<int64_t>>();
+    r.origin = j.at("origin").get<std::string>();
+    r.seconds = j.at("seconds").get<double>();
+    r.gflops = j.at("gflops").get<double>();
+    r.max_rel_err = j.at("max_rel_err").get<double>();
+    r.compile_seconds = j.at("compile_seconds").get<double>();
+    r.error = j.at("error").get<std::string>();
+    r.unix_time = j.at("unix_time").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    user_error("record: {}", e.what());
+  }
+  if (r.shape.empty()) user_error("record: empty shape");
+  if (r.ok() && !(r.seconds > 0)) user_error("record: a successful measurement needs seconds > 0");
+  return r;
+}
+
+RecordFile::RecordFile(RecordFile&& o) noexcept
+    : path_(std::move(o.path_)),
+      fd_(o.fd_),
+      records_(std::move(o.records_)),
+      warnings_(std::move(o.warnings_)) {
+  o.fd_ = -1;
+}
+RecordFile& RecordFile::operator=(RecordFile&& o) noexcept {
+  std::swap(path_, o.path_);
+  std::swap(fd_, o.fd_);
+  std::swap(records_, o.records_);
+  std::swap(warnings_, o.warnings_);
+  return *this;
+}
+RecordFile::~RecordFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+RecordFile RecordFile::open(const Options& o) {
+  RecordFile f;
+  f.path_ = o.path;
+  struct stat st;
+  nlohmann::json header = {{"format", kFormatName},
+                           {"version", kRecordsFormatVersion},
+                           {"workload", o.workload},
+                           {"machine", to_json(o.machine)}};
+  if (::stat(o.path.c_str(), &st) != 0) {
+    f.fd_ = ::open(o.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0644);
+    if (f.fd_ < 0) user_error("{}: cannot create the records file: {}", o.path, std::strerror(errno));
+    write_all(f.fd_, header.dump() + "\n", o.path);
+    return f;
+  }
+  ParsedFile parsed = parse_file(o.path, read_file(o.path));
+  if (parsed.header.value("workload", nlohmann::json()) != o.workload)
+    user_error(
+        "{}: these records are for another workload ({}); this run tunes {}. Use another "
+        "--records file",
+        o.path, parsed.header.value("workload", nlohmann::json()).dump(), o.workload.dump());
+  MachineInfo theirs = machine_from_json(parsed.header.value("machine", nlohmann::json()));
+  if (!theirs.same_as(o.machine))
+    user_error(
+        "{}: these records were measured on another machine ({}); this one is {}. Their "
+        "times do not apply here (use them with --warm-start to seed the cost model only)",
+        o.path, theirs.describe(), o.machine.describe());
+  f.records_ = std::move(parsed.records);
+  f.warnings_ = std::move(parsed.warnings);
+  f.fd_ = ::open(o.path.c_str(), O_WRONLY | O_APPEND);
+  if (f.fd_ < 0) user_error("{}: cannot append to the records file: {}", o.path, std::strerror(errno));
+  if (parsed.good_bytes < st.st_size) {
+    // Cut the torn record off so the next append starts on a fresh line.
+    if (::ftruncate(f.fd_, parsed.good_bytes) != 0 || ::fsync(f.fd_) != 0)
+      user_error("{}: cannot drop the incomplete last record: {}", o.path, std::strerror(errno));
+  }
+  return f;
+}
+
+void RecordFile::append(const TuningRecord& r) {
+  TuningRecord stamped = r;
+  // JSON has no NaN or infinity: a non-finite number (a wrong kernel's error) is kept as
+  // -1 beside the error text that explains it.
+  for (double* v : {&stamped.seconds, &stamped.gflops, &stamped.max_rel_err,
+                    &stamped.compile_seconds})
+    if (!std::isfinite(*v)) *v = -1;
+  if (stamped.unix_time == 0)
+    stamped.unix_time = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  write_all(fd_, to_json(stamped).dump() + "\n", path_);
+  records_.push_back(std::move(stamped));
+}
+
+std::string RecordFile::digest() const {
+  std::string text = read_file(path_);
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  return fmt::format("fnv1a64:{:016x}", h);
+}
+
+std::vector<TuningRecord> read_records_any_machine(const std::string& path) {
+  return parse_file(path, read_file(path)).records;
+}
+
+}  // namespace dietcode::tune

@@ -1,0 +1,80 @@
+// Tuning records: every measurement, durable the moment it is made.
+//
+// File format (text, one JSON document per line, version 1):
+//   line 1   header  {"format": "dietcode-records", "version": 1, "workload": {...},
+//                     "machine": {...}}
+//   line 2.. record  {"schedule": {...}, "shape": [..], "origin": "joint", "seconds": s,
+//                     "gflops": g, "max_rel_err": e, "compile_seconds": c, "error": "",
+//                     "unix_time": t}
+// Each record is appended with one write() and fsync'ed before the tuner goes on, so a
+// run killed at any point loses at most the record being written; a torn last line (no
+// newline: the process died mid-write) is dropped with a warning when the file is
+// reopened. A malformed line anywhere else is an error naming the file and byte offset.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schedule/micro_kernel.h"
+#include "tune/machine.h"
+
+namespace dietcode::tune {
+
+constexpr int kRecordsFormatVersion = 1;
+
+struct TuningRecord {
+  schedule::MicroKernelSchedule schedule;
+  std::vector<int64_t> shape;
+  std::string origin;  // "joint", "per-shape", "calibration"
+  double seconds = 0;  // median time of one call; 0 when error is set
+  double gflops = 0;
+  double max_rel_err = 0;
+  double compile_seconds = 0;
+  std::string error;  // empty: measured and correct
+  int64_t unix_time = 0;
+
+  bool ok() const { return error.empty(); }
+};
+
+nlohmann::json to_json(const TuningRecord& r);
+TuningRecord record_from_json(const nlohmann::json& j);  // throws dietcode::Error
+
+// An open records file. `workload` identifies what is tuned (operator spec, threads);
+// records from a different workload, machine or format version are refused.
+class RecordFile {
+ public:
+  struct Options {
+    std::string path;
+    nlohmann::json workload;
+    MachineInfo machine;
+  };
+  // Opens (creating it with a header if it does not exist) and loads every record.
+  // Throws dietcode::Error for a foreign, corrupt or unwritable file.
+  static RecordFile open(const Options& o);
+  RecordFile(RecordFile&&) noexcept;
+  RecordFile& operator=(RecordFile&&) noexcept;
+  ~RecordFile();
+
+  const std::vector<TuningRecord>& records() const { return records_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  const std::string& path() const { return path_; }
+  // Appends and fsyncs; the record is in records() afterwards.
+  void append(const TuningRecord& r);
+  // FNV-1a digest of the file's bytes (for a module's provenance).
+  std::string digest() const;
+
+ private:
+  RecordFile() = default;
+  std::string path_;
+  int fd_ = -1;
+  std::vector<TuningRecord> records_;
+  std::vector<std::string> warnings_;
+};
+
+// Records of any machine (same format version), e.g. to warm-start the cost model
+// from another run. Throws dietcode::Error for a corrupt file.
+std::vector<TuningRecord> read_records_any_machine(const std::string& path);
+
+}  // namespace dietcode::tune

@@ -1,0 +1,65 @@
+// The evolutionary search over micro-kernels (../../shared/DIETCODE.md, "Joint
+// search"): one round proposes the next batch of candidates to measure.
+//
+//   population  measured winners mutated + fresh samples, `population` in all
+//   generations fitness-proportional selection; with `mutation_probability` a child
+//               is its parent mutated toward one shape, picked with probability
+//               proportional to weight(S) * predicted latency(S)
+//   fitness     (max_S predicted(S) / best_predicted(S))^(ceil(n/100) + 1)
+//   batch       the best `top_pool` unmeasured candidates by fitness, of which
+//               `measure_per_round` are measured, `random_fraction` of them random
+//
+// One change from the paper's fitness: predicted throughput at S is divided by the
+// best prediction for S in the population. On a CPU the small-M shapes are bound by
+// memory bandwidth and never win a max over raw FLOP/s, so without it the search
+// would stop looking for kernels that serve them.
+#pragma once
+
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tune/cost_model.h"
+#include "tune/search_space.h"
+
+namespace dietcode::tune {
+
+// Every parameter of the search, with the paper's (Ansor's) defaults.
+struct SearchParams {
+  int population = 2048;
+  int generations = 4;
+  double mutation_probability = 0.85;
+  int measure_per_round = 64;
+  int top_pool = 128;
+  double random_fraction = 0.05;
+  // Share of each round's measurements spent measuring promising measured kernels on
+  // the declared shapes themselves (not only on their S*): the cost model learns how
+  // throughput changes with the shape, and selection uses measured numbers where it
+  // can. 0 reproduces the paper.
+  double shape_probe_fraction = 0.25;
+};
+
+// What the search knows: the cost model's two halves and the shapes' weights.
+struct SearchContext {
+  const SearchSpace* space = nullptr;
+  const ThroughputModel* model = nullptr;
+  const OccupancyModel* occ = nullptr;
+  std::vector<double> weights;  // per shape in space->extents()
+  int threads = 1;
+  int64_t trials_so_far = 0;
+};
+
+// The predicted throughput (GFLOP/s) of each candidate on each shape: f_MK at the
+// candidate's S* times occ * pad at each shape. [candidate][shape].
+std::vector<std::vector<double>> predict_all_shapes(
+    const SearchContext& ctx, const std::vector<schedule::MicroKernelSchedule>& candidates);
+
+// One round: up to `count` new candidates (not in `measured`, keyed by schedule JSON).
+// `seeds`: measured schedules, best first, to start the population from.
+std::vector<schedule::MicroKernelSchedule> propose_batch(
+    const SearchContext& ctx, const SearchParams& params,
+    const std::vector<schedule::MicroKernelSchedule>& seeds,
+    const std::set<std::string>& measured, int count, std::mt19937_64& rng);
+
+}  // namespace dietcode::tune

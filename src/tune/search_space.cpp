@@ -1,0 +1,273 @@
+#include "tune/search_space.h"
+
+#include <algorithm>
+
+#include "support/error.h"
+
+namespace dietcode::tune {
+
+namespace {
+
+using schedule::MicroKernelSchedule;
+
+int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+template <typename T>
+const T& pick(std::mt19937_64& rng, const std::vector<T>& v) {
+  DC_INTERNAL_CHECK(!v.empty(), "search space: picking from an empty list");
+  return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+}
+
+bool chance(std::mt19937_64& rng, double p) {
+  return std::uniform_real_distribution<double>(0, 1)(rng) < p;
+}
+
+void unique_sorted(std::vector<int64_t>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+// Per-core cache sizes the blocks are biased to (Zen 4 and recent Intel cores are at
+// least this large; a block that overflows a little is still sampled, just less often).
+constexpr int64_t kL1Bytes = 32 * 1024, kL2Bytes = 1024 * 1024;
+
+}  // namespace
+
+SearchSpace::SearchSpace(const te::Operator& op, std::string isa, int threads,
+                         std::vector<std::vector<int64_t>> shapes, SpaceKind kind)
+    : op_(op),
+      c_(ops::match_contraction(op)),
+      vec_(schedule::vector_isa(isa)),
+      threads_(threads),
+      extents_(op, shapes),
+      kind_(kind) {
+  if (shapes.empty()) user_error("operator {}: no shapes to tune for", op.name);
+  if (kind == SpaceKind::Divisors && shapes.size() != 1)
+    internal_error(__FILE__, __LINE__, "the divisor space is for one shape");
+  for (size_t i = 0; i < extents_.size(); ++i) {
+    max_.batch = std::max(max_.batch, extents_[i].batch);
+    max_.m = std::max(max_.m, extents_[i].m);
+    max_.n = std::max(max_.n, extents_[i].n);
+    max_.k = std::max(max_.k, extents_[i].k);
+  }
+  // Fail early, with the validator's reason, if nothing at all fits.
+  std::mt19937_64 rng(1);
+  sample(rng);
+}
+
+bool SearchSpace::valid(const MicroKernelSchedule& s) const {
+  // Ansor's space: every tile level divides the shape's extent (where N has no
+  // vector-multiple divisor, the register tile alone is exempt).
+  if (kind_ == SpaceKind::Divisors &&
+      (max_.m % s.mr != 0 || max_.m % s.mc != 0 || max_.k % s.kc != 0 ||
+       (max_.n % s.nr == 0 && max_.n % s.nc != 0)))
+    return false;
+  try {
+    schedule::validate(s, op_);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+std::vector<int64_t> SearchSpace::vector_choices(const Extents* fit) const {
+  const Extents& e = fit ? *fit : max_;
+  std::vector<int64_t> out;
+  int64_t cap = std::min<int64_t>(8, ceil_div(e.n, vec_.width));
+  for (int64_t v = 1; v <= cap; ++v) {
+    if (v * 2 + 1 > vec_.registers) break;  // at least one row must fit
+    if (kind_ == SpaceKind::Divisors && e.n % (v * vec_.width) != 0) continue;
+    out.push_back(v);
+  }
+  if (out.empty()) out.push_back(1);  // N smaller than, or not a multiple of, any vector tile
+  return out;
+}
+
+std::vector<int64_t> SearchSpace::mr_choices(int64_t vectors, const Extents* fit) const {
+  int64_t cap = std::min((vec_.registers - 1 - vectors) / vectors, max_.m);
+  std::vector<int64_t> out;
+  if (kind_ == SpaceKind::Divisors) {
+    for (int64_t mr = 1; mr <= cap; ++mr)
+      if (max_.m % mr == 0) out.push_back(mr);
+  } else if (fit) {
+    // Heights that cover this shape's M with little padding: M split into t tiles.
+    for (int64_t t = 1; t <= fit->m; ++t) {
+      int64_t mr = ceil_div(fit->m, t);
+      if (mr <= cap) out.push_back(mr);
+      if (mr <= 2) break;
+    }
+  } else {
+    for (int64_t mr = 1; mr <= cap; ++mr) out.push_back(mr);
+  }
+  if (out.empty() && cap >= 1) out.push_back(std::min<int64_t>(cap, 1));
+  unique_sorted(out);
+  return out;
+}
+
+std::vector<int64_t> SearchSpace::kc_choices(const Extents* fit) const {
+  const Extents& e = fit ? *fit : max_;
+  std::vector<int64_t> out;
+  if (kind_ == SpaceKind::Divisors) {
+    for (int64_t kc = 1; kc <= e.k; ++kc)
+      if (e.k % kc == 0 && (kc >= 16 || kc == e.k)) out.push_back(kc);
+  } else {
+    for (int64_t kc : {32, 64, 96, 128, 192, 256, 320, 384, 512, 768, 1024})
+      if (kc <= max_.k) out.push_back(kc);
+    for (int64_t j = 1; j <= 4; ++j) out.push_back(std::min(max_.k, round_up(ceil_div(e.k, j), 8)));
+    out.push_back(max_.k);
+  }
+  unique_sorted(out);
+  return out;
+}
+
+std::vector<int64_t> SearchSpace::mc_choices(int64_t mr, int64_t kc, const Extents* fit) const {
+  const Extents& e = fit ? *fit : max_;
+  int64_t cap = round_up(max_.m, mr);
+  std::vector<int64_t> out;
+  if (kind_ == SpaceKind::Divisors) {
+    for (int64_t mc = mr; mc <= cap; mc += mr)
+      if (max_.m % mc == 0) out.push_back(mc);
+  } else {
+    // Powers of two of tiles, a split across the cores, and the whole M; blocks whose
+    // A panel fits in L2 (the packed A block is reused across the N tiles).
+    for (int64_t j = 1; j * mr <= cap; j *= 2)
+      if (j * mr * kc * 4 <= kL2Bytes || j == 1) out.push_back(j * mr);
+    for (int64_t t = 1; t <= 2; ++t)
+      out.push_back(std::min(cap, round_up(ceil_div(e.m, threads_ * t), mr)));
+    out.push_back(std::min(cap, round_up(e.m, mr)));
+  }
+  if (out.empty()) out.push_back(mr);
+  unique_sorted(out);
+  return out;
+}
+
+std::vector<int64_t> SearchSpace::nc_choices(int64_t nr, int64_t kc, const Extents* fit) const {
+  const Extents& e = fit ? *fit : max_;
+  int64_t cap = round_up(max_.n, nr);
+  std::vector<int64_t> out;
+  if (kind_ == SpaceKind::Divisors) {
+    for (int64_t nc = nr; nc <= cap; nc += nr)
+      if (max_.n % nc == 0) out.push_back(nc);
+  } else {
+    // Splits of N across the cores (1..4 tasks per core), and power-of-two panels whose
+    // packed B block fits in L2.
+    for (int64_t t = 1; t <= 4; ++t)
+      out.push_back(std::min(cap, round_up(ceil_div(e.n, threads_ * t), nr)));
+    for (int64_t j = 1; j * nr <= cap; j *= 2)
+      if (j * nr * kc * 4 <= kL2Bytes) out.push_back(j * nr);
+    out.push_back(cap);
+  }
+  if (out.empty()) out.push_back(nr);
+  unique_sorted(out);
+  return out;
+}
+
+void SearchSpace::sample_knobs(std::mt19937_64& rng, MicroKernelSchedule& s) const {
+  static const std::vector<std::vector<std::string>> orders = {
+      {"n", "k", "m"}, {"n", "m", "k"}, {"k", "n", "m"},
+      {"k", "m", "n"}, {"m", "n", "k"}, {"m", "k", "n"}};
+  // The BLIS order n, k, m is the usual winner; the others stay reachable.
+  s.loop_order = chance(rng, 0.6) ? orders[0] : pick(rng, orders);
+  std::vector<std::string> parallel = {"n", "m"};
+  if (!c_.batch_axes.empty()) parallel.push_back("batch");
+  if (threads_ == 1) parallel.push_back("none");
+  s.parallel = pick(rng, parallel);
+  s.inner_tile_loop = chance(rng, 0.5) ? "m" : "n";
+  s.unroll_k = pick(rng, std::vector<int64_t>{1, 2, 4, 4, 8});
+  s.pack_a = chance(rng, 0.5) ? schedule::PackA::Packed : schedule::PackA::Direct;
+}
+
+MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
+  bool prepack = c_.b.constant;
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    MicroKernelSchedule s;
+    s.isa = vec_.name;
+    int64_t v = pick(rng, vector_choices(nullptr));
+    std::vector<int64_t> mrs = mr_choices(v, nullptr);
+    if (mrs.empty()) continue;
+    s.mr = pick(rng, mrs);
+    s.nr = v * vec_.width;
+    std::vector<int64_t> kcs = kc_choices(nullptr);
+    // Bias toward micro-panels that stay in L1 for the k-loop.
+    std::vector<int64_t> l1;
+    for (int64_t kc : kcs)
+      if (kc * (s.mr + s.nr) * 4 <= kL1Bytes * 2) l1.push_back(kc);
+    s.kc = pick(rng, !l1.empty() && chance(rng, 0.7) ? l1 : kcs);
+    s.mc = pick(rng, mc_choices(s.mr, s.kc, nullptr));
+    s.nc = pick(rng, nc_choices(s.nr, s.kc, nullptr));
+    sample_knobs(rng, s);
+    s.pack_b = prepack ? schedule::PackB::Prepacked : schedule::PackB::PerBlock;
+    if (valid(s)) return s;
+  }
+  // Report why with a representative schedule.
+  MicroKernelSchedule s;
+  s.isa = vec_.name;
+  s.mr = 1;
+  s.nr = vec_.width;
+  s.kc = std::max<int64_t>(1, std::min<int64_t>(256, max_.k));
+  s.mc = 1;
+  s.nc = vec_.width;
+  schedule::validate(s, op_);
+  user_error("operator {}: the search space has no valid micro-kernel", op_.name);
+}
+
+std::optional<MicroKernelSchedule> SearchSpace::mutate(std::mt19937_64& rng,
+                                                       const MicroKernelSchedule& from,
+                                                       size_t shape_index) const {
+  const Extents& fit = extents_[std::min(shape_index, extents_.size() - 1)];
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    MicroKernelSchedule s = from;
+    int axis = std::uniform_int_distribution<int>(0, 3)(rng);
+    if (axis == 0) {
+      // M: a tile height that covers this shape's M with little padding; the block
+      // keeps its number of tiles, so the factor moves between the two levels.
+      int64_t v = s.nr / vec_.width;
+      std::vector<int64_t> mrs = mr_choices(v, &fit);
+      if (mrs.empty()) continue;
+      int64_t tiles = std::max<int64_t>(1, s.mc / s.mr);
+      s.mr = pick(rng, mrs);
+      s.mc = std::min(round_up(max_.m, s.mr), s.mr * tiles);
+      if (chance(rng, 0.5)) s.mc = pick(rng, mc_choices(s.mr, s.kc, &fit));
+    } else if (axis == 1) {
+      // N: vectors per tile, then the N block for this shape's N and the core count.
+      int64_t v = pick(rng, vector_choices(&fit));
+      s.nr = v * vec_.width;
+      int64_t cap = (vec_.registers - 1 - v) / v;
+      if (s.mr > cap) {
+        if (cap < 1) continue;
+        int64_t tiles = std::max<int64_t>(1, s.mc / s.mr);
+        s.mr = cap;
+        s.mc = std::min(round_up(max_.m, s.mr), s.mr * tiles);
+      }
+      s.nc = pick(rng, nc_choices(s.nr, s.kc, &fit));
+    } else if (axis == 2) {
+      // K: a k-block that splits this shape's K evenly, or a factor of 2 moved between
+      // the k-block and the k-loop over blocks.
+      if (chance(rng, 0.5)) {
+        s.kc = pick(rng, kc_choices(&fit));
+      } else {
+        s.kc = chance(rng, 0.5) ? std::min(max_.k, s.kc * 2) : std::max<int64_t>(8, s.kc / 2);
+        if (kind_ == SpaceKind::Divisors && max_.k % s.kc != 0) continue;
+      }
+    } else {
+      MicroKernelSchedule knobs = s;
+      sample_knobs(rng, knobs);
+      switch (std::uniform_int_distribution<int>(0, 4)(rng)) {
+        case 0: s.loop_order = knobs.loop_order; break;
+        case 1: s.parallel = knobs.parallel; break;
+        case 2: s.inner_tile_loop = knobs.inner_tile_loop; break;
+        case 3: s.unroll_k = knobs.unroll_k; break;
+        default: s.pack_a = knobs.pack_a; break;
+      }
+    }
+    if (!(s == from) && valid(s)) return s;
+  }
+  return std::nullopt;
+}
+
+}  // namespace dietcode::tune

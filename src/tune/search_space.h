@@ -1,0 +1,61 @@
+// The space of micro-kernels the tuner searches, in two flavours:
+//
+//   ShapeGeneric  DietCode's: tile sizes are free numbers, capped by the largest extent
+//                 over all declared shapes and biased to what fits the hardware (vector
+//                 width, register file, cache sizes, core count), not to any shape.
+//   Divisors      Ansor's (the per-shape baseline): tile sizes drawn from the divisors
+//                 of one concrete shape's extents.
+//
+// Both sample valid schedules (every result passes schedule::validate) and mutate one:
+// given a shape the caller picked (slow shapes more often), move factors between the
+// tile levels of one axis so the schedule fits that shape better.
+#pragma once
+
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "ops/contraction.h"
+#include "schedule/micro_kernel.h"
+#include "te/tensor.h"
+#include "tune/analysis.h"
+
+namespace dietcode::tune {
+
+enum class SpaceKind { ShapeGeneric, Divisors };
+
+class SearchSpace {
+ public:
+  // `shapes`: the shapes tuned for (one shape for Divisors). Throws dietcode::Error if
+  // no micro-kernel is valid for the operator.
+  SearchSpace(const te::Operator& op, std::string isa, int threads,
+              std::vector<std::vector<int64_t>> shapes, SpaceKind kind);
+
+  schedule::MicroKernelSchedule sample(std::mt19937_64& rng) const;
+  // A valid neighbour of `s` tuned toward shape `shape_index`; nullopt if none found.
+  std::optional<schedule::MicroKernelSchedule> mutate(std::mt19937_64& rng,
+                                                      const schedule::MicroKernelSchedule& s,
+                                                      size_t shape_index) const;
+  const ShapeExtents& extents() const { return extents_; }
+  const te::Operator& op() const { return op_; }
+  SpaceKind kind() const { return kind_; }
+
+ private:
+  bool valid(const schedule::MicroKernelSchedule& s) const;
+  std::vector<int64_t> mr_choices(int64_t vectors, const Extents* fit) const;
+  std::vector<int64_t> vector_choices(const Extents* fit) const;
+  std::vector<int64_t> kc_choices(const Extents* fit) const;
+  std::vector<int64_t> mc_choices(int64_t mr, int64_t kc, const Extents* fit) const;
+  std::vector<int64_t> nc_choices(int64_t nr, int64_t kc, const Extents* fit) const;
+  void sample_knobs(std::mt19937_64& rng, schedule::MicroKernelSchedule& s) const;
+
+  te::Operator op_;
+  ops::Contraction c_;
+  schedule::VectorIsa vec_;
+  int threads_;
+  ShapeExtents extents_;
+  Extents max_;  // largest extent of each axis over the shapes
+  SpaceKind kind_;
+};
+
+}  // namespace dietcode::tune

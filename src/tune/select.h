@@ -1,0 +1,31 @@
+// Selection (../../shared/DIETCODE.md, "Selection" and "Dispatch"): from a matrix of
+// throughputs score[shape][kernel], pick a few micro-kernels that serve every shape
+// well (greedy cover over each shape's top-k), then a decision tree over the shape
+// variables that sends any shape to one of them.
+#pragma once
+
+#include <vector>
+
+#include "dispatch/decision_tree.h"
+
+namespace dietcode::tune {
+
+struct Selection {
+  std::vector<int> kernels;     // indices into the score matrix's columns
+  std::vector<int> assignment;  // per shape: position in `kernels` of its best choice
+  int top_k = 1;                // the k the cover ended with
+};
+
+// Each shape keeps its top-k kernels; the cover repeatedly picks the kernel with the
+// largest summed weight * score / best(shape) over the shapes it covers that are not
+// yet covered. k starts at 1 and grows while more than `max_kernels` would be picked.
+// Each shape is then assigned the selected kernel with its highest score.
+Selection select_micro_kernels(const std::vector<std::vector<double>>& score,
+                               const std::vector<double>& weights, int max_kernels);
+
+// The decision tree over `shapes` (declared and extra sample shapes) whose labels
+// are positions in the selection.
+dispatch::DecisionTree build_dispatch_tree(const std::vector<std::vector<int64_t>>& shapes,
+                                           const std::vector<int>& labels);
+
+}  // namespace dietcode::tune
