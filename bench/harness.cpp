@@ -156,12 +156,42 @@ BenchResult run_bench(const BenchOptions& o) {
     }
   }
   if (o.threads > 1) runtime::ThreadPool::pin_caller_thread();
+  // Modules, compiled once, each on the layers its operator matches.
+  struct OurModule {
+    std::string impl;
+    runtime::Module module;
+    runtime::PackedWeights packed;
+  };
+  std::vector<std::pair<const runtime::ModuleSpec*, std::string>> module_specs;
+  for (const auto& [label, spec] : o.modules) module_specs.push_back({&spec, label});
+  const bool run_sweep = o.modules.empty() || o.sweep || !o.kernels.empty();
+  const std::string sweep_impl = o.modules.empty() ? "dietcode" : "dietcode-sweep";
   for (const WorkloadLayer& layer : w.layers) {
+    std::vector<OurModule> modules;
+    for (const auto& [spec, label] : module_specs) {
+      const ops::OperatorSpec& ms = spec->op;
+      bool matches = ms.op == "dense" && layer.t_in_m && !layer.t_in_n && !layer.t_in_k &&
+                     layer.batch == 1 && ms.n == layer.n && ms.k == layer.k &&
+                     ms.epilogue == "none";
+      if (!matches) {
+        note(fmt::format("module {} ({}) does not compute {}; skipped there", label,
+                         ms.describe(), layer.name));
+        continue;
+      }
+      if (spec->threads != o.threads)
+        note(fmt::format("module {} was tuned for {} threads, measured with {}", label,
+                         spec->threads, o.threads));
+      modules.push_back({"dietcode-" + label, runtime::Module::compile(*spec), {}});
+      for (int i = 0; i < modules.back().module.num_kernels(); ++i)
+        result.compile_seconds.push_back(modules.back().module.kernel(i).compile_seconds());
+    }
+    if (!run_sweep && modules.empty()) continue;  // no module computes this layer
+    if (!run_sweep && modules.size() == 1) modules[0].impl = "dietcode";
     // Our kernels: the sweep grid, compiled once per layer. Constant weights are packed
     // again for every problem (outside the timing), since each problem has fresh data.
     std::vector<OurKernel> ours;
     std::vector<schedule::MicroKernelSchedule> schedules = o.kernels;
-    if (schedules.empty()) schedules = sweep_grid(layer.op, isa, o.threads);
+    if (schedules.empty() && run_sweep) schedules = sweep_grid(layer.op, isa, o.threads);
     for (const schedule::MicroKernelSchedule& s : schedules) {
       try {
         schedule::validate(s, layer.op);
@@ -174,10 +204,11 @@ BenchResult run_bench(const BenchOptions& o) {
       result.compile_seconds.push_back(k.kernel.compile_seconds());
       ours.push_back(std::move(k));
     }
-    if (ours.empty()) {
+    if (ours.empty() && modules.empty()) {
       note(fmt::format("no valid micro-kernel for {}; only the peers are measured", layer.name));
     } else if (!o.quiet) {
-      fmt::print(stderr, "{}: {} micro-kernels\n", layer.name, ours.size());
+      fmt::print(stderr, "{}: {} micro-kernels, {} modules\n", layer.name, ours.size(),
+                 modules.size());
     }
     for (size_t ti = 0; ti < o.t_values.size(); ++ti) {
       int64_t t = o.t_values[ti];
@@ -194,8 +225,21 @@ BenchResult run_bench(const BenchOptions& o) {
         }
         runtime::Kernel* kernel = &k.kernel;
         candidates.push_back(
-            {"dietcode", schedule::to_json_text(k.kernel.schedule()), [kernel, args, t, &data] {
+            {sweep_impl, schedule::to_json_text(k.kernel.schedule()), [kernel, args, t, &data] {
                kernel->run({t}, args, {data.c.data(), int64_t(data.c.size())});
+             }});
+      }
+      for (OurModule& m : modules) {
+        std::vector<runtime::ConstTensor> args{{data.a.data(), int64_t(data.a.size())},
+                                               {data.b.data(), int64_t(data.b.size())}};
+        m.packed = m.module.prepack({t}, args[1]);
+        const runtime::Module* module = &m.module;
+        const runtime::PackedWeights* packed = &m.packed;
+        candidates.push_back(
+            {m.impl,
+             fmt::format("kernel {}", m.module.select({t})),
+             [module, packed, args, t, &data] {
+               module->run({t}, args, {data.c.data(), int64_t(data.c.size())}, packed);
              }});
       }
       // Peers.

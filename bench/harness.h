@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/roofline.h"
+#include "runtime/module.h"
 #include "schedule/micro_kernel.h"
 
 namespace dietcode::bench {
@@ -20,6 +21,11 @@ struct BenchOptions {
   std::string peers_dir;           // where the peer plugins are
   // Our candidates: these micro-kernels (validated per layer) instead of the sweep grid.
   std::vector<schedule::MicroKernelSchedule> kernels;
+  // Tuned modules to measure (each as implementation "dietcode-<label>"), on the layers
+  // whose operator they were tuned for. With modules and no kernels, no sweep runs
+  // unless `sweep` is set (then it is "dietcode-sweep").
+  std::vector<std::pair<std::string, runtime::ModuleSpec>> modules;
+  bool sweep = true;
   double seconds_per_measurement = 0.05;  // target timed time per implementation and shape
   bool quiet = false;
 };

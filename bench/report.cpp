@@ -52,24 +52,37 @@ std::string format_table(const BenchResult& r) {
     by_layer[m.workload][m.t][m.impl] = &m;
     impls.insert(m.impl);
   }
-  std::vector<std::string> peers;
+  // Ours: "dietcode" (the sweep or one module) or several "dietcode-<label>" columns.
+  std::vector<std::string> peers, ours;
   for (const std::string& p : kPeerOrder)
     if (impls.count(p)) peers.push_back(p);
-  Summary all;
+  for (const std::string& i : impls)
+    if (i.rfind("dietcode", 0) == 0) ours.push_back(i);
+  if (ours.empty()) ours.push_back("dietcode");
+  auto label = [](const std::string& impl) {
+    return impl == "dietcode" ? impl : impl.substr(std::string("dietcode-").size());
+  };
+  std::map<std::string, Summary> all;
+  std::map<std::string, std::pair<double, int>> versus_first;  // sum log ratio, count
   for (const std::string& layer : layer_order) {
     out += fmt::format("\n{} ({} thread{}), GFLOP/s\n", layer, r.roofline.threads,
                        r.roofline.threads > 1 ? "s" : "");
-    out += fmt::format("{:>5} {:>5} {:>5} {:>9}", "M", "N", "K", "dietcode");
+    out += fmt::format("{:>5} {:>5} {:>5}", "M", "N", "K");
+    for (const std::string& o : ours) out += fmt::format(" {:>10}", label(o));
     for (const std::string& p : peers) out += fmt::format(" {:>9}", p);
-    out += fmt::format(" {:>9} {:>6} {:>9} {:>5} {:>6}\n", "best peer", "ratio", "roofline",
-                       "level", "%roof");
-    Summary s;
+    out += fmt::format(" {:>9}", "best peer");
+    for (const std::string& o : ours)
+      out += fmt::format(" {:>7}", ours.size() > 1 ? "r." + label(o).substr(0, 5) : "ratio");
+    out += fmt::format(" {:>9} {:>5} {:>6}\n", "roofline", "level", "%roof");
+    std::map<std::string, Summary> s;
     for (auto& [t, row] : by_layer[layer]) {
       const Measurement* any = row.begin()->second;
       out += fmt::format("{:>5} {:>5} {:>5}", any->m, any->n, any->k);
-      auto ours = row.find("dietcode");
-      out += ours == row.end() ? fmt::format(" {:>9}", "-")
-                               : fmt::format(" {:>9.1f}", ours->second->gflops);
+      for (const std::string& o : ours) {
+        auto it = row.find(o);
+        out += it == row.end() ? fmt::format(" {:>10}", "-")
+                               : fmt::format(" {:>10.1f}", it->second->gflops);
+      }
       const Measurement* best = nullptr;
       for (const std::string& p : peers) {
         auto it = row.find(p);
@@ -77,21 +90,41 @@ std::string format_table(const BenchResult& r) {
                                : fmt::format(" {:>9.1f}", it->second->gflops);
         if (it != row.end() && (!best || it->second->gflops > best->gflops)) best = it->second;
       }
-      if (best && ours != row.end()) {
-        double ratio = best->seconds / ours->second->seconds;
-        double roof = ours->second->gflops / ours->second->roofline_gflops;
-        s.add(ratio, roof);
-        all.add(ratio, roof);
-        out += fmt::format(" {:>9} {:>6.2f} {:>9.1f} {:>5} {:>5.0f}%\n", best->impl, ratio,
-                           any->roofline_gflops, any->level, 100 * roof);
-      } else {
-        out += fmt::format(" {:>9} {:>6} {:>9.1f} {:>5}\n", "-", "-", any->roofline_gflops,
-                           any->level);
+      out += fmt::format(" {:>9}", best ? best->impl : "-");
+      for (const std::string& o : ours) {
+        auto it = row.find(o);
+        if (best && it != row.end()) {
+          double ratio = best->seconds / it->second->seconds;
+          double roof = it->second->gflops / it->second->roofline_gflops;
+          s[o].add(ratio, roof);
+          all[o].add(ratio, roof);
+          out += fmt::format(" {:>7.2f}", ratio);
+        } else {
+          out += fmt::format(" {:>7}", "-");
+        }
+        auto first = row.find(ours[0]);
+        if (o != ours[0] && it != row.end() && first != row.end()) {
+          versus_first[o].first += std::log(first->second->seconds / it->second->seconds);
+          versus_first[o].second += 1;
+        }
       }
+      auto first = row.find(ours[0]);
+      if (first != row.end())
+        out += fmt::format(" {:>9.1f} {:>5} {:>5.0f}%\n", any->roofline_gflops, any->level,
+                           100 * first->second->gflops / first->second->roofline_gflops);
+      else
+        out += fmt::format(" {:>9.1f} {:>5}\n", any->roofline_gflops, any->level);
     }
-    out += s.text(layer);
+    for (const std::string& o : ours)
+      out += s[o].text(ours.size() > 1 ? layer + " " + label(o) : layer);
   }
-  if (layer_order.size() > 1) out += "\n" + all.text("all layers");
+  if (layer_order.size() > 1)
+    for (const std::string& o : ours)
+      out += "\n" + all[o].text(ours.size() > 1 ? "all layers " + label(o) : "all layers");
+  for (auto& [o, v] : versus_first)
+    if (v.second > 0)
+      out += fmt::format("{} vs {}: geomean speed ratio {:.3f} over {} shapes\n", label(o),
+                         label(ours[0]), std::exp(v.first / v.second), v.second);
   if (!r.compile_seconds.empty()) {
     std::vector<double> c = r.compile_seconds;
     std::sort(c.begin(), c.end());
@@ -145,7 +178,7 @@ void write_plot(const BenchResult& r, const std::string& path) {
         f << m->m << " " << m->gflops << " " << m->roofline_gflops << "\n";
       script += fmt::format("{}'{}' using 1:2 with linespoints title '{}'", first ? "" : ", ",
                             data.string(), impl);
-      if (impl == "dietcode")
+      if (impl.rfind("dietcode", 0) == 0 && impl == series[layer].begin()->first)
         script +=
             fmt::format(", '{}' using 1:3 with lines dashtype 2 lc rgb 'black' title 'roofline'",
                         data.string());

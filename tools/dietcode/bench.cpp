@@ -5,10 +5,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 
 #include "bench/harness.h"
 #include "bench/report.h"
+#include "runtime/module.h"
 #include "support/error.h"
 #include "support/parse.h"
 #include "tools/dietcode/subcommands.h"
@@ -21,8 +23,9 @@ struct BenchCliOptions {
   bench::BenchOptions bench;
   std::string m = "1..128";
   std::string peers;
-  bool sweep = true;
-  std::string module, csv, plot, kernels;
+  bool sweep = false;
+  std::vector<std::string> modules;
+  std::string csv, plot, kernels;
   bool winners = false;
 };
 
@@ -53,11 +56,21 @@ std::vector<schedule::MicroKernelSchedule> read_kernels(const std::string& path)
 }
 
 int run_bench(BenchCliOptions o) {
-  if (!o.module.empty())
-    user_error(
-        "--module {}: tuned modules come with the auto-scheduler and are not supported yet; use "
-        "--sweep",
-        o.module);
+  // Each module is labelled by its tuning mode ("joint", "per-shape"), or by its file
+  // name when two share a mode.
+  std::map<std::string, int> modes;
+  std::vector<runtime::ModuleSpec> specs;
+  for (const std::string& path : o.modules) {
+    specs.push_back(runtime::load_module_spec(path));
+    ++modes[specs.back().provenance.value("mode", std::string("module"))];
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    std::string mode = specs[i].provenance.value("mode", std::string("module"));
+    std::string label =
+        modes[mode] > 1 ? std::filesystem::path(o.modules[i]).stem().string() : mode;
+    o.bench.modules.push_back({label, specs[i]});
+  }
+  o.bench.sweep = o.sweep;
   o.bench.t_values = parse_int_list(o.m, "--M");
   if (!o.peers.empty()) {
     size_t start = 0;
@@ -101,8 +114,11 @@ void register_bench(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--threads", o->bench.threads, "threads for every implementation")
       ->capture_default_str();
-  cmd->add_flag("--sweep", o->sweep, "best of a grid of micro-kernels per shape (the default)");
-  cmd->add_option("--module", o->module, "a tuned module (not supported yet)");
+  cmd->add_flag("--sweep", o->sweep,
+                "best of a grid of micro-kernels per shape (the default without --module; with "
+                "it, measured beside the modules as dietcode-sweep)");
+  cmd->add_option("--module", o->modules,
+                  "a tuned module file (repeatable: modules are measured side by side)");
   cmd->add_option("--kernels", o->kernels,
                   "our candidates: a file of schedules (JSON), one per line");
   cmd->add_flag("--winners", o->winners,
