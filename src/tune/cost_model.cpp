@@ -171,11 +171,13 @@ void ThroughputModel::train(const std::vector<std::vector<float>>& features,
   BoosterHandle b = nullptr;
   xgb_check(XGBoosterCreate(&train.h, 1, &b), "XGBoosterCreate");
   const std::pair<const char*, const char*> params[] = {
-      {"objective", "reg:squarederror"}, {"max_depth", "6"},   {"eta", "0.2"},
+      {"objective", "reg:squarederror"}, {"max_depth", "5"}, {"eta", "0.05"},
       {"min_child_weight", "1"},         {"subsample", "1.0"}, {"nthread", "1"},
       {"verbosity", "0"},                {"seed", "7"}};
   for (auto [k, v] : params) xgb_check(XGBoosterSetParam(b, k, v), "XGBoosterSetParam");
-  for (int iter = 0; iter < 120; ++iter)
+  // Small steps, many trees: on our records (hundreds of kernels) this ranks held-out
+  // kernels best among the settings tried (depth 3-8, eta 0.05-0.2).
+  for (int iter = 0; iter < 400; ++iter)
     xgb_check(XGBoosterUpdateOneIter(b, iter, train.h), "XGBoosterUpdateOneIter");
   booster_ = b;
 }

@@ -43,8 +43,8 @@ struct MeasureOptions {
   int threads = 1;               // threads of each timed kernel
   double compile_timeout = 60;   // seconds per kernel
   double measure_timeout = 30;   // seconds per measurement (check + timing)
-  double seconds_per_repeat = 0.005;  // timed time per repeat burst
-  int repeats = 5;               // bursts; the median call time is reported
+  double seconds_per_repeat = 0.01;  // timed time per repeat burst
+  int repeats = 7;               // bursts; the median call time is reported
   double tolerance = 1e-4;       // relative error allowed against the reference
   bool allow_faults = false;     // tests: honour MeasureRequest::fault
 };

@@ -88,6 +88,10 @@ void register_tune(CLI::App& app, Action& action) {
   cmd->add_option("--probe-fraction", o->tune.search.shape_probe_fraction,
                   "share of each round measuring kernels on declared shapes (0: the paper)")
       ->capture_default_str();
+  cmd->add_option("--random-fraction", o->tune.search.random_fraction,
+                  "share of each round drawn at random from the space (1: no search, e.g. to "
+                  "collect a cost-model evaluation set)")
+      ->capture_default_str();
   cmd->add_option("--seed", o->tune.seed, "random seed")->capture_default_str();
   cmd->add_flag("--evaluate-model", o->evaluate_model,
                 "report the cost model's held-out ranking accuracy on --records and exit");
