@@ -1,0 +1,84 @@
+// The analytical half of the cost model, and the features' shape.
+#include <gtest/gtest.h>
+
+#include "ops/dense.h"
+#include "test_support.h"
+#include "tune/analysis.h"
+#include "tune/cost_model.h"
+
+namespace dietcode::tune {
+namespace {
+
+using testing::make_schedule;
+
+TEST(PadRatio, CountsPaddedTileWork) {
+  auto s = make_schedule("avx512", 4, 32, 64, 8, 64);
+  EXPECT_DOUBLE_EQ(pad_ratio(s, {1, 8, 64, 16}), 1.0);
+  // M = 5 on 4-row tiles: 8 rows computed for 5 useful; N = 40 on 32 wide: 64 for 40.
+  EXPECT_DOUBLE_EQ(pad_ratio(s, {1, 5, 40, 16}), (5.0 * 40.0) / (8.0 * 64.0));
+}
+
+TEST(ParallelTasks, FollowTheParallelAxis) {
+  auto s = make_schedule("avx512", 4, 32, 64, 8, 64);
+  Extents e{3, 20, 200, 16};
+  s.parallel = "m";
+  EXPECT_EQ(parallel_tasks(s, e), 3);  // ceil(20 / 8)
+  s.parallel = "n";
+  EXPECT_EQ(parallel_tasks(s, e), 4);  // ceil(200 / 64)
+  s.parallel = "batch";
+  EXPECT_EQ(parallel_tasks(s, e), 3);
+  s.parallel = "none";
+  EXPECT_EQ(parallel_tasks(s, e), 1);
+}
+
+TEST(Occupancy, IdealMachineAndFittedExponent) {
+  OccupancyModel occ{4, 1.0};
+  EXPECT_DOUBLE_EQ(occ.occ(4), 1.0);
+  EXPECT_DOUBLE_EQ(occ.occ(5), 5.0 / 8.0);
+  EXPECT_DOUBLE_EQ(occ.occ(1), 0.25);
+  EXPECT_DOUBLE_EQ((OccupancyModel{1, 1.0}.occ(3)), 1.0);  // one core: always full
+  // Synthetic measurements made by a machine whose occupancy is ideal^0.5: the fit
+  // recovers the exponent.
+  std::vector<OccupancyModel::Sample> samples;
+  for (int g = 0; g < 5; ++g)
+    for (int64_t tasks : {1, 2, 3, 4, 5, 6, 7}) {
+      double base = 50.0 + 10 * g;
+      samples.push_back({g, tasks, base * std::pow(occ.occ(tasks), 0.5)});
+    }
+  occ.fit(samples);
+  EXPECT_NEAR(occ.alpha, 0.5, 0.03);
+}
+
+TEST(BestFitShape, TiesGoToTheLargerShape) {
+  te::Operator op = ops::dense(1, 64, 128, 64);
+  ShapeExtents shapes(op, {{3}, {6}, {12}, {13}, {5}});
+  auto s = make_schedule("avx512", 3, 16, 64, 6, 32);
+  OccupancyModel occ{1, 1.0};
+  // pad is 1 for M = 3, 6, 12: the largest, 12 (index 2), wins.
+  EXPECT_EQ(best_fit_shape(s, shapes, occ), 2u);
+}
+
+TEST(Features, OneValuePerNameAndFinite) {
+  auto s = make_schedule("avx2", 6, 16, 256, 48, 128);
+  std::vector<float> f = micro_kernel_features(s, {1, 100, 768, 768}, 2);
+  ASSERT_EQ(f.size(), feature_names().size());
+  for (float v : f) EXPECT_TRUE(std::isfinite(v));
+}
+
+TEST(ThroughputModel, ConstantUntilEnoughSamples) {
+  ThroughputModel m;
+  std::vector<std::vector<float>> x(10, std::vector<float>(feature_names().size(), 1.f));
+  std::vector<double> y(10, 42.0);
+  m.train(x, y);
+  EXPECT_FALSE(m.trained());
+  for (double p : m.predict(x)) EXPECT_DOUBLE_EQ(p, 42.0);
+}
+
+TEST(RankingAccuracy, CountsAgreeingPairs) {
+  EXPECT_DOUBLE_EQ(pairwise_ranking_accuracy({1, 2, 3}, {10, 20, 30}), 1.0);
+  EXPECT_DOUBLE_EQ(pairwise_ranking_accuracy({3, 2, 1}, {10, 20, 30}), 0.0);
+  EXPECT_NEAR(pairwise_ranking_accuracy({1, 3, 2}, {10, 20, 30}), 2.0 / 3.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace dietcode::tune

@@ -1,0 +1,85 @@
+// Measurement in worker processes: a kernel that crashes, hangs or computes a wrong
+// result is recorded as an error, and the rest of the batch is measured.
+#include <gtest/gtest.h>
+
+#include "codegen/llvm/target.h"
+#include "test_support.h"
+#include "tune/measure.h"
+
+namespace dietcode::tune {
+namespace {
+
+ops::OperatorSpec small_dense() {
+  ops::OperatorSpec op;
+  op.op = "dense";
+  op.n = 96;
+  op.k = 64;
+  op.m_min = 1;
+  op.m_max = 40;
+  op.epilogue = "bias_gelu";
+  return op;
+}
+
+MeasureOptions options() {
+  MeasureOptions o;
+  o.worker_path = DIETCODE_WORKER_PATH;
+  o.workers = 2;
+  o.compile_timeout = 60;
+  o.measure_timeout = 3;  // the hanging kernel costs this much
+  o.seconds_per_repeat = 0.001;
+  o.repeats = 3;
+  o.allow_faults = true;
+  return o;
+}
+
+schedule::MicroKernelSchedule kernel(int64_t mr) {
+  const std::string isa = codegen::host_target().isa;
+  auto s = testing::make_schedule(isa, mr, schedule::vector_isa(isa).width, 32, mr * 2, 32);
+  s.pack_b = schedule::PackB::Prepacked;
+  return s;
+}
+
+TEST(Measure, FaultsAreErrorsAndTheBatchGoesOn) {
+  Measurer m(small_dense(), options());
+  std::vector<MeasureRequest> batch = {
+      {kernel(1), {7}, ""},      {kernel(2), {13}, "crash"}, {kernel(3), {40}, ""},
+      {kernel(4), {1}, "wrong"}, {kernel(5), {29}, "hang"},  {kernel(6), {17}, ""},
+      {kernel(3), {11}, ""},
+  };
+  std::vector<size_t> order;
+  std::vector<MeasureResult> r =
+      m.measure(batch, [&](size_t i, const MeasureResult&) { order.push_back(i); });
+  ASSERT_EQ(r.size(), batch.size());
+  EXPECT_EQ(order.size(), batch.size());  // every result reported exactly once
+  for (size_t i : {0, 2, 5, 6}) {
+    EXPECT_TRUE(r[i].error.empty()) << i << ": " << r[i].error;
+    EXPECT_GT(r[i].seconds, 0);
+    EXPECT_GT(r[i].gflops, 0);
+    EXPECT_LT(r[i].max_rel_err, 1e-5);
+    EXPECT_GT(r[i].compile_seconds, 0);
+  }
+  EXPECT_NE(r[1].error.find("signal 6"), std::string::npos) << r[1].error;
+  EXPECT_NE(r[3].error.find("wrong result"), std::string::npos) << r[3].error;
+  EXPECT_NE(r[4].error.find("timed out"), std::string::npos) << r[4].error;
+  // The measurer is still usable after its workers were killed.
+  std::vector<MeasureResult> again = m.measure({{kernel(2), {5}, ""}});
+  EXPECT_TRUE(again[0].error.empty()) << again[0].error;
+}
+
+TEST(Measure, AnInvalidScheduleIsAnErrorNotACrash) {
+  Measurer m(small_dense(), options());
+  schedule::MicroKernelSchedule bad = kernel(2);
+  bad.mc = 3;  // not a multiple of mr
+  std::vector<MeasureResult> r = m.measure({{bad, {5}, ""}, {kernel(2), {5}, ""}});
+  EXPECT_NE(r[0].error.find("mc = 3"), std::string::npos) << r[0].error;
+  EXPECT_TRUE(r[1].error.empty()) << r[1].error;
+}
+
+TEST(Measure, AMissingWorkerIsAClearError) {
+  MeasureOptions o = options();
+  o.worker_path = "/nonexistent/dietcode-worker";
+  EXPECT_USER_ERROR(Measurer(small_dense(), o), "/nonexistent/dietcode-worker not found");
+}
+
+}  // namespace
+}  // namespace dietcode::tune

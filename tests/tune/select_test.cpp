@@ -1,0 +1,58 @@
+// Greedy cover selection and the dispatch tree built from it.
+#include <gtest/gtest.h>
+
+#include "test_support.h"
+#include "tune/select.h"
+
+namespace dietcode::tune {
+namespace {
+
+TEST(Select, OneKernelBestEverywhereIsAllItTakes) {
+  std::vector<std::vector<double>> score = {{10, 5, 1}, {20, 19, 2}, {30, 1, 29}};
+  Selection s = select_micro_kernels(score, {1, 1, 1}, 4);
+  ASSERT_EQ(s.kernels, std::vector<int>{0});
+  EXPECT_EQ(s.assignment, (std::vector<int>{0, 0, 0}));
+}
+
+TEST(Select, CoversEachShapeWithItsBestWhenAllowed) {
+  // Each shape has a different clear winner.
+  std::vector<std::vector<double>> score = {{10, 1, 1}, {1, 10, 1}, {1, 1, 10}};
+  Selection s = select_micro_kernels(score, {1, 1, 1}, 3);
+  EXPECT_EQ(s.kernels.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(s.kernels[s.assignment[i]], int(i));
+}
+
+TEST(Select, GrowsKToRespectTheKernelBudget) {
+  // Kernel 3 is second best everywhere; with a budget of 1 it is the one to pick.
+  std::vector<std::vector<double>> score = {{10, 1, 1, 9}, {1, 10, 1, 9}, {1, 1, 10, 9}};
+  Selection s = select_micro_kernels(score, {1, 1, 1}, 1);
+  ASSERT_EQ(s.kernels, std::vector<int>{3});
+  EXPECT_GE(s.top_k, 2);
+}
+
+TEST(Select, AssignsTheBestSelectedKernelPerShape) {
+  std::vector<std::vector<double>> score;
+  for (int m = 0; m < 50; ++m) score.push_back({m < 25 ? 10.0 : 5.0, m < 25 ? 5.0 : 10.0, 6.0});
+  Selection s = select_micro_kernels(score, std::vector<double>(50, 1.0), 8);
+  for (int m = 0; m < 50; ++m)
+    EXPECT_EQ(s.kernels[s.assignment[m]], m < 25 ? 0 : 1) << "M index " << m;
+}
+
+TEST(Select, NothingMeasuredIsAClearError) {
+  EXPECT_USER_ERROR(select_micro_kernels({}, {}, 4), "no measured micro-kernel");
+}
+
+TEST(DispatchTree, MapsEveryDeclaredShapeToItsAssignment) {
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<int> labels;
+  for (int64_t m = 1; m <= 128; ++m) {
+    shapes.push_back({m});
+    labels.push_back(m <= 3 ? 0 : (m % 7 == 0 ? 2 : 1));
+  }
+  dispatch::DecisionTree t = build_dispatch_tree(shapes, labels);
+  for (size_t i = 0; i < shapes.size(); ++i) EXPECT_EQ(t.select(shapes[i]), labels[i]);
+  EXPECT_EQ(t.select({100000}), labels.back());  // beyond every sample: the last one's
+}
+
+}  // namespace
+}  // namespace dietcode::tune

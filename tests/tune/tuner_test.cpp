@@ -1,0 +1,153 @@
+// The tuner end to end on a small operator: a module that computes every shape
+// (declared, between, and far outside the range) correctly; resuming from records;
+// the per-shape baseline.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include "reference/reference.h"
+#include "runtime/module.h"
+#include "test_support.h"
+#include "tune/tuner.h"
+
+namespace dietcode::tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TunerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("dietcode-tuner-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  TuneOptions options(int64_t trials) const {
+    TuneOptions o;
+    o.op.op = "dense";
+    o.op.n = 80;  // not a multiple of 16: edge tiles in N too
+    o.op.k = 48;
+    o.op.m_min = 1;
+    o.op.m_max = 24;
+    o.op.epilogue = "bias_relu";
+    o.trials = trials;
+    o.records_path = (dir_ / "records.jsonl").string();
+    o.search.population = 96;
+    o.search.generations = 2;
+    o.search.measure_per_round = 16;
+    o.measure.worker_path = DIETCODE_WORKER_PATH;
+    o.measure.seconds_per_repeat = 0.0005;
+    o.measure.repeats = 3;
+    o.quiet = true;
+    return o;
+  }
+
+  // Runs the module on a shape against the float64 reference, output poisoned.
+  static double module_error(const runtime::Module& m, int64_t M, std::mt19937_64& rng) {
+    const te::Operator& op = m.op();
+    std::vector<int64_t> sizes = op.buffer_sizes(op.bind({M}));
+    std::uniform_real_distribution<float> dist(-1, 1);
+    std::vector<std::vector<float>> inputs;
+    std::vector<const float*> pointers;
+    std::vector<runtime::ConstTensor> args;
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+      inputs.emplace_back(sizes[i]);
+      for (float& v : inputs.back()) v = dist(rng);
+    }
+    for (auto& in : inputs) {
+      pointers.push_back(in.data());
+      args.push_back({in.data(), int64_t(in.size())});
+    }
+    runtime::PackedWeights packed = m.prepack({M}, args[1]);
+    std::vector<float> out(sizes.back(), std::numeric_limits<float>::quiet_NaN());
+    m.run({M}, args, {out.data(), int64_t(out.size())}, &packed);
+    return reference::relative_error(out.data(), reference::evaluate(op, {M}, pointers));
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(TunerTest, JointModuleIsCorrectForEveryShape) {
+  TuneReport r = tune(options(48));
+  EXPECT_EQ(r.trials_total, 48);
+  EXPECT_EQ(r.trials_this_run, 48);
+  ASSERT_FALSE(r.module.kernels.empty());
+  EXPECT_LE(int(r.module.kernels.size()), 8);
+  // Through the module file, as a user would get it.
+  std::string path = (dir_ / "m.json").string();
+  runtime::save_module_spec(r.module, path);
+  runtime::Module m = runtime::Module::compile(runtime::load_module_spec(path));
+  std::mt19937_64 rng(9);
+  std::vector<int64_t> ms;
+  for (int64_t M = 1; M <= 24; ++M) ms.push_back(M);
+  for (int64_t M : {25, 31, 37, 64, 97, 129, 500, 1031}) ms.push_back(M);  // outside
+  for (int64_t M : ms) {
+    int k = m.select({M});
+    ASSERT_GE(k, 0);
+    ASSERT_LT(k, m.num_kernels());
+    EXPECT_EQ(k, r.module.dispatch.select({M})) << "compiled vs interpreted tree, M=" << M;
+    EXPECT_LT(module_error(m, M, rng), 1e-5) << "M=" << M << " kernel " << k;
+  }
+  // The module file says where it came from.
+  EXPECT_EQ(r.module.provenance["mode"], "joint");
+  EXPECT_EQ(r.module.provenance["trials"], 48);
+  EXPECT_NE(r.module.provenance["records_digest"].get<std::string>().find("fnv1a64:"),
+            std::string::npos);
+}
+
+TEST_F(TunerTest, ResumesFromRecords) {
+  TuneReport first = tune(options(16));
+  EXPECT_EQ(first.trials_this_run, 16);
+  TuneReport second = tune(options(40));
+  EXPECT_EQ(second.trials_total, 40);
+  EXPECT_EQ(second.trials_this_run, 24);
+  TuneReport third = tune(options(40));  // nothing left to do; still a module
+  EXPECT_EQ(third.trials_this_run, 0);
+  EXPECT_FALSE(third.module.kernels.empty());
+  RecordFile f = RecordFile::open({options(0).records_path,
+                                   workload_json(options(0).op, 1), this_machine()});
+  EXPECT_EQ(f.records().size(), 40u);
+}
+
+TEST_F(TunerTest, PerShapeBaselineTunesEachShapeAlone) {
+  TuneOptions o = options(0);
+  o.per_shape = true;
+  o.trials_per_shape = 12;
+  o.per_shape_m = {5, 24};
+  TuneReport r = tune(o);
+  EXPECT_EQ(r.trials_total, 24);
+  ASSERT_EQ(r.shape_seconds.size(), 2u);
+  RecordFile f = RecordFile::open({o.records_path, workload_json(o.op, 1), this_machine()});
+  for (const TuningRecord& rec : f.records()) {
+    EXPECT_EQ(rec.origin, "per-shape");
+    int64_t M = rec.shape[0];
+    EXPECT_TRUE(M == 5 || M == 24);
+    EXPECT_EQ(M % rec.schedule.mr, 0) << "divisor space";
+  }
+  runtime::Module m = runtime::Module::compile(r.module);
+  std::mt19937_64 rng(3);
+  for (int64_t M : {1, 5, 6, 24, 77}) EXPECT_LT(module_error(m, M, rng), 1e-5) << "M=" << M;
+}
+
+TEST_F(TunerTest, BadOptionsAreClearErrors) {
+  TuneOptions o = options(10);
+  o.records_path.clear();
+  EXPECT_USER_ERROR(tune(o), "--records");
+  o = options(10);
+  o.per_shape = true;
+  o.per_shape_m = {30};
+  EXPECT_USER_ERROR(tune(o), "outside the declared range 1..24");
+  o = options(10);
+  o.op.m_min = 9;
+  o.op.m_max = 3;
+  EXPECT_USER_ERROR(tune(o), "M range 9..3");
+}
+
+}  // namespace
+}  // namespace dietcode::tune
