@@ -94,19 +94,25 @@ class WorkerProcess {
     }
   }
 
-  // Kills the worker (if alive) and says how it ended.
-  std::string kill() {
+  // Kills the worker (if alive) and says how it ended. A worker whose pipe closed is
+  // dying already (an abort may still be writing its core): it gets `grace` seconds
+  // to exit on its own, so the report names the signal instead of our kill.
+  std::string kill(double grace = 0) {
     if (pid_ < 0) return "not running";
     if (to_ >= 0) ::close(to_);
     if (from_ >= 0) ::close(from_);
     to_ = from_ = -1;
     int status = 0;
     pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    for (auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(grace));
+         r == 0 && Clock::now() < until; r = ::waitpid(pid_, &status, WNOHANG))
+      ::usleep(2000);
     std::string how;
     if (r == 0) {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, &status, 0);
-      how = "killed";
+      how = "was killed (it had not exited)";
     } else if (r == pid_ && WIFSIGNALED(status)) {
       how = fmt::format("died of signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
     } else if (r == pid_ && WIFEXITED(status)) {
@@ -144,8 +150,8 @@ struct Measurer::Impl {
     if (!workers[w]) workers[w] = std::make_unique<WorkerProcess>(o.worker_path, init, o.allow_faults);
     return *workers[w];
   }
-  std::string restart(int w) {
-    std::string how = workers[w] ? workers[w]->kill() : "not running";
+  std::string restart(int w, double grace = 0) {
+    std::string how = workers[w] ? workers[w]->kill(grace) : "not running";
     workers[w].reset();
     ++generation[w];
     return how;
@@ -178,7 +184,7 @@ struct Measurer::Impl {
       }
       case WorkerProcess::Read::Eof:
       default: {
-        std::string how = restart(w);
+        std::string how = restart(w, /*grace=*/5.0);
         return {{"error", fmt::format("the worker {} while {}", how, phase)}};
       }
     }
