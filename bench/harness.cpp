@@ -110,7 +110,16 @@ struct OurKernel {
 BenchResult run_bench(const BenchOptions& o) {
   if (o.t_values.empty()) user_error("--M: empty list of sizes");
   if (o.threads < 1) user_error("--threads {}: expected >= 1", o.threads);
-  Workload w = make_workload(o.workload, o.t_values.back());
+  // "modules": one layer per module, computing its operator.
+  Workload w;
+  if (o.workload == "modules") {
+    if (o.modules.empty()) user_error("--workload modules: no --module given");
+    w.name = "modules";
+    for (const auto& [label, spec] : o.modules)
+      w.layers.push_back(layer_for_operator(label, spec.op));
+  } else {
+    w = make_workload(o.workload, o.t_values.back());
+  }
   const std::string isa = codegen::host_target().isa;
   BenchResult result;
   auto note = [&](const std::string& s) {
@@ -170,10 +179,9 @@ BenchResult run_bench(const BenchOptions& o) {
     std::vector<OurModule> modules;
     for (const auto& [spec, label] : module_specs) {
       const ops::OperatorSpec& ms = spec->op;
-      bool matches = ms.op == "dense" && layer.t_in_m && !layer.t_in_n && !layer.t_in_k &&
-                     layer.batch == 1 && ms.n == layer.n && ms.k == layer.k &&
-                     ms.epilogue == "none";
+      bool matches = o.workload == "modules" ? layer.name == label : layer_computes(layer, ms);
       if (!matches) {
+        if (o.workload == "modules") continue;
         note(fmt::format("module {} ({}) does not compute {}; skipped there", label,
                          ms.describe(), layer.name));
         continue;

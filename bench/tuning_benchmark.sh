@@ -20,14 +20,14 @@ op=(--op dense --N 2304 --K 768 --threads "$threads")
 echo "== joint tuning: $trials trials over M = 1..128" >&2
 start=$(date +%s.%N)
 "$dietcode" tune "${op[@]}" --M 1..128 --trials "$trials" \
-  --records "$out/joint.records.jsonl" --out "$out/joint.module.json" > "$out/joint.log"
+  --records "$out/joint.records.jsonl" --out "$out/joint.module.json" --no-bench > "$out/joint.log"
 joint_s=$(awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { print a - b }')
 
 echo "== per-shape tuning: $per_shape trials for each M in $sampled" >&2
 start=$(date +%s.%N)
 "$dietcode" tune "${op[@]}" --M "$sampled" --range 1..128 --per-shape \
   --trials-per-shape "$per_shape" --records "$out/per-shape.records.jsonl" \
-  --out "$out/per-shape.module.json" > "$out/per-shape.log"
+  --out "$out/per-shape.module.json" --no-bench > "$out/per-shape.log"
 per_shape_s=$(awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { print a - b }')
 
 echo "== cost model on the joint records" >&2
@@ -35,7 +35,7 @@ echo "== cost model on the joint records" >&2
   --evaluate-model > "$out/model.txt"
 
 echo "== dietcode bench: both modules, the sweep and the peers, M = 1..128" >&2
-"$dietcode" bench --workload bert-dense --M 1..128 --threads "$threads" \
+"$dietcode" bench --workload bert-dense-2304x768 --M 1..128 --threads "$threads" \
   --module "$out/joint.module.json" --module "$out/per-shape.module.json" --sweep \
   --csv "$out/bench.csv" --plot "$out/bench.svg" > "$out/bench.txt"
 

@@ -12,17 +12,45 @@ GemmProblem WorkloadLayer::problem(int64_t t) const {
   return GemmProblem{batch, t_in_m ? t : m, t_in_n ? t : n, t_in_k ? t : k, b_layout_nk, b_shared};
 }
 
+WorkloadLayer layer_for_operator(const std::string& name, const ops::OperatorSpec& spec) {
+  if (spec.epilogue != "none")
+    user_error("{}: epilogue {}: the peers compute plain products; bench measures operators "
+               "without an epilogue",
+               name, spec.epilogue);
+  WorkloadLayer l;
+  l.name = name;
+  l.op = spec.build();
+  l.n = spec.n;
+  l.k = spec.k;
+  if (spec.op == "batch_matmul") {
+    l.batch = spec.batch;
+    l.b_shared = false;
+    l.b_layout_nk = spec.layout == "NT";
+  }
+  return l;
+}
+
+bool layer_computes(const WorkloadLayer& layer, const ops::OperatorSpec& spec) {
+  if (spec.epilogue != "none") return false;
+  WorkloadLayer want = layer_for_operator("", spec);
+  return layer.t_in_m && !layer.t_in_n && !layer.t_in_k && layer.batch == want.batch &&
+         layer.n == want.n && layer.k == want.k && layer.b_layout_nk == want.b_layout_nk &&
+         layer.b_shared == want.b_shared;
+}
+
 std::vector<std::string> workload_names() {
-  return {"bert-dense", "bert-attention"};
+  return {"bert-dense", "bert-dense-2304x768", "bert-attention"};
 }
 
 Workload make_workload(const std::string& name, int64_t t_max) {
   te::ShapeVar t = te::shape_var("T", 1, t_max);
   ir::Expr tv = t.var;
   Workload w{name, {}};
-  if (name == "bert-dense") {
-    for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{
-             {2304, 768}, {768, 768}, {3072, 768}, {768, 3072}}) {
+  if (name == "bert-dense" || name == "bert-dense-2304x768") {
+    std::vector<std::pair<int64_t, int64_t>> layers = {
+        {2304, 768}, {768, 768}, {3072, 768}, {768, 3072}};
+    if (name == "bert-dense-2304x768") layers.resize(1);
+    for (auto [n, k] : layers) {
       WorkloadLayer l;
       l.name = fmt::format("bert-dense-{}x{}", n, k);
       l.op = ops::dense({t}, tv, n, k);

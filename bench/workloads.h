@@ -3,6 +3,7 @@
 //
 //   bert-dense      the four BERT-base dense layers (N, K) = (2304, 768) (768, 768)
 //                   (3072, 768) (768, 3072), M = T (batch 1)
+//   bert-dense-2304x768  the first of them alone (the tuning benchmark's layer)
 //   bert-attention  batch_matmul over 12 heads, head size 64: Q K^T ([T,64] x [64,T])
 //                   and S V ([T,T] x [T,64])
 #pragma once
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "bench/peers/peer.h"
+#include "ops/spec.h"
 #include "te/tensor.h"
 
 namespace dietcode::bench {
@@ -29,6 +31,12 @@ struct Workload {
   std::string name;
   std::vector<WorkloadLayer> layers;
 };
+
+// The layer that computes a tuned module's operator (M = T). Throws dietcode::Error for
+// an operator the peers cannot compute (an epilogue).
+WorkloadLayer layer_for_operator(const std::string& name, const ops::OperatorSpec& spec);
+// True if the layer computes the same problem as the operator at every T.
+bool layer_computes(const WorkloadLayer& layer, const ops::OperatorSpec& spec);
 
 // Throws dietcode::Error for an unknown name, listing the known ones.
 Workload make_workload(const std::string& name, int64_t t_max);

@@ -46,6 +46,11 @@ ModuleSpec module_spec_from_json(const nlohmann::json& j, const std::string& wha
 void save_module_spec(const ModuleSpec& m, const std::string& path);
 ModuleSpec load_module_spec(const std::string& path);
 
+// The module with every micro-kernel refitted to another vector ISA (e.g. an AVX-512
+// module on an AVX2 host): same tiles where the registers allow, smaller ones where
+// not. Correct for every shape; not tuned for the new machine.
+ModuleSpec retarget(const ModuleSpec& m, const std::string& isa);
+
 // Constant weights pre-packed for every kernel of a module that wants them.
 struct PackedWeights {
   std::vector<AlignedBuffer> per_kernel;  // empty buffer where a kernel reads raw weights

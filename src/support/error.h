@@ -10,12 +10,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace dietcode {
+#include "dietcode/error.h"  // dietcode::Error, shared with the public API
 
-class Error : public std::runtime_error {
- public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
-};
+namespace dietcode {
 
 class InternalError : public std::logic_error {
  public:

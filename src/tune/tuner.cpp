@@ -155,19 +155,23 @@ struct Progress {
   Clock::time_point start = Clock::now();
   int64_t target = 0, done_at_start = 0, done = 0, errors = 0;
   bool quiet = false;
-  void print(const std::string& what, double best_predicted, double best_measured) const {
+  std::string label;
+  void print(const std::string& step, double best_predicted, double best_measured) const {
     if (quiet) return;
+    std::string what = label.empty() ? step : label + " " + step;
     double elapsed = since(start);
     int64_t run = done - done_at_start;
     double eta = run > 0 ? elapsed / double(run) * double(target - done) : 0;
     int width = 24;
     int filled = target > 0 ? int(double(width) * double(done) / double(target)) : width;
     fmt::print(stderr,
-               "{} [{}{}] {}/{} trials  {} elapsed  ETA {}  geomean best: predicted {:.1f}, "
-               "measured {:.1f} GFLOP/s  errors {}\n",
+               "{} [{}{}] {}/{} trials  {} elapsed  ETA {}  geomean best: predicted {}, "
+               "measured {} GFLOP/s  errors {}\n",
                what, std::string(std::min(filled, width), '#'),
                std::string(width - std::min(filled, width), '.'), done, target,
-               duration_text(elapsed), duration_text(eta), best_predicted, best_measured, errors);
+               duration_text(elapsed), duration_text(eta),
+               best_predicted > 0 ? fmt::format("{:.1f}", best_predicted) : "-",
+               best_measured > 0 ? fmt::format("{:.1f}", best_measured) : "-", errors);
   }
 };
 
@@ -228,6 +232,7 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
   auto counts = [](const TuningRecord& r) { return r.origin == "joint" || r.origin == "probe"; };
   Progress progress;
   progress.quiet = o.quiet;
+  progress.label = o.label;
   progress.target = o.trials;
   for (const TuningRecord& r : records.records())
     if (counts(r)) {
@@ -236,7 +241,8 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
     }
   progress.done_at_start = progress.done;
   if (progress.done > 0 && !o.quiet)
-    fmt::print(stderr, "resuming: {} trials already in {}\n", progress.done, records.path());
+    fmt::print(stderr, "{}resuming: {} trials already in {}\n",
+               o.label.empty() ? "" : o.label + ": ", progress.done, records.path());
   // A resumed run draws different candidates than the first one did.
   std::mt19937_64 rng(o.seed * 1000003 + uint64_t(records.records().size()));
   SearchContext ctx;
@@ -357,6 +363,7 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
     for (const auto& s : o.op.declared_shapes()) ms.push_back(s[0]);
   Progress progress;
   progress.quiet = o.quiet;
+  progress.label = o.label;
   progress.target = o.trials_per_shape * int64_t(ms.size());
   std::mt19937_64 rng(o.seed * 1000003 + uint64_t(records.records().size()));
   std::vector<MicroKernelSchedule> winners;
@@ -468,6 +475,8 @@ TuneReport tune(const TuneOptions& o) {
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   report.module.machine = to_json(this_machine());
   report.module.provenance = {{"tool", "dietcode 0.1.0"},
+                              {"name", o.name},
+                              {"workload", o.workload},
                               {"created", date},
                               {"mode", o.per_shape ? "per-shape" : "joint"},
                               {"records", records.path()},

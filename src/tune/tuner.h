@@ -37,6 +37,9 @@ struct TuneOptions {
   MeasureOptions measure;       // threads and worker path are filled in by tune()
   uint64_t seed = 1;
   bool quiet = false;
+  std::string label;  // prefixes progress lines (the operator's name in a workload)
+  // Names recorded in the module's provenance.
+  std::string name, workload;
 };
 
 struct TuneReport {

@@ -6,7 +6,7 @@ dietcode="$1"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 args=(tune --op dense --N 64 --K 32 --M 1..8 --trials 8 --measure-per-round 8 --population 32
-      --out "$dir/m.json" --quiet)
+      --out "$dir/m.json" --quiet --no-bench)
 "$dietcode" "${args[@]}" --records "$dir/r.jsonl" > /dev/null
 expect() {  # expect <pattern> <command...>
   local pattern="$1"; shift
@@ -22,7 +22,7 @@ sum=$(md5sum < "$dir/bad.jsonl")
 expect "$dir/bad.jsonl: byte offset $offset (line 4): not valid JSON" "$dietcode" "${args[@]}" --records "$dir/bad.jsonl"
 [ "$(md5sum < "$dir/bad.jsonl")" = "$sum" ] || { echo "FAIL: the records file was modified"; exit 1; }
 # Records of another workload.
-other=(tune --op dense --N 64 --K 48 --M 1..8 --trials 8 --records "$dir/r.jsonl" --out "$dir/x.json")
+other=(tune --op dense --N 64 --K 48 --M 1..8 --trials 8 --records "$dir/r.jsonl" --out "$dir/x.json" --no-bench)
 expect "these records are for another workload" "$dietcode" "${other[@]}"
 # Records of another machine.
 sed '1s/"cpu_model":"[^"]*"/"cpu_model":"Elsewhere 9000"/' "$dir/r.jsonl" > "$dir/foreign.jsonl"

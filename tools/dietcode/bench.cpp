@@ -27,6 +27,7 @@ struct BenchCliOptions {
   std::vector<std::string> modules;
   std::string csv, plot, kernels;
   bool winners = false;
+  bool workload_given = false;
 };
 
 std::string default_peers_dir() {
@@ -64,12 +65,18 @@ int run_bench(BenchCliOptions o) {
     specs.push_back(runtime::load_module_spec(path));
     ++modes[specs.back().provenance.value("mode", std::string("module"))];
   }
+  std::map<std::string, int> names;
+  for (const runtime::ModuleSpec& m : specs) ++names[m.provenance.value("name", std::string())];
   for (size_t i = 0; i < specs.size(); ++i) {
     std::string mode = specs[i].provenance.value("mode", std::string("module"));
-    std::string label =
-        modes[mode] > 1 ? std::filesystem::path(o.modules[i]).stem().string() : mode;
+    std::string name = specs[i].provenance.value("name", std::string());
+    std::string label = modes[mode] == 1                      ? mode
+                        : !name.empty() && names[name] == 1 ? name
+                                                              : std::filesystem::path(o.modules[i]).stem().string();
     o.bench.modules.push_back({label, specs[i]});
   }
+  // Modules alone: each is measured on its own operator.
+  if (!specs.empty() && !o.workload_given) o.bench.workload = "modules";
   o.bench.sweep = o.sweep;
   o.bench.t_values = parse_int_list(o.m, "--M");
   if (!o.peers.empty()) {
@@ -108,8 +115,11 @@ void register_bench(CLI::App& app, Action& action) {
   auto o = std::make_shared<BenchCliOptions>();
   CLI::App* cmd =
       app.add_subcommand("bench", "measure generated kernels against the vendor libraries");
-  cmd->add_option("--workload", o->bench.workload, "bert-dense or bert-attention")
-      ->capture_default_str();
+  CLI::Option* workload =
+      cmd->add_option("--workload", o->bench.workload,
+                      "bert-dense, bert-attention, or modules (each --module on its own "
+                      "operator; the default when --module is given)")
+          ->capture_default_str();
   cmd->add_option("--M", o->m, "sequence lengths: '1,17,127', '1..128' or both")
       ->capture_default_str();
   cmd->add_option("--threads", o->bench.threads, "threads for every implementation")
@@ -133,7 +143,10 @@ void register_bench(CLI::App& app, Action& action) {
   cmd->add_option("--csv", o->csv, "write one row per measurement to this CSV file");
   cmd->add_option("--plot", o->plot, "write GFLOP/s vs M to this .svg or .png file (gnuplot)");
   cmd->add_flag("--quiet", o->bench.quiet, "no progress on stderr");
-  cmd->callback([&action, o] { action = [o] { return run_bench(*o); }; });
+  cmd->callback([&action, o, workload] {
+    o->workload_given = workload->count() > 0;
+    action = [o] { return run_bench(*o); };
+  });
 }
 
 }  // namespace dietcode::tool

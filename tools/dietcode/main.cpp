@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   register_inspect(app, action);
   register_bench(app, action);
   register_tune(app, action);
+  register_show(app, action);
+  register_export(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -13,5 +13,7 @@ void register_verify(CLI::App& app, Action& action);
 void register_inspect(CLI::App& app, Action& action);
 void register_bench(CLI::App& app, Action& action);
 void register_tune(CLI::App& app, Action& action);
+void register_show(CLI::App& app, Action& action);
+void register_export(CLI::App& app, Action& action);
 
 }  // namespace dietcode::tool

@@ -1,0 +1,168 @@
+// export_module: checks the request, plans the library (buffer sizes as functions of
+// M, the weights input, every kernel lowered) and writes object, header and library.
+#include "export/export_module.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "export/export_plan.h"
+#include "ops/contraction.h"
+#include "support/error.h"
+
+namespace dietcode::exporter {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr size_t kMaxNameLength = 64;
+
+bool is_c_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+// Sizes are checked at a few M values to be exactly per_m * M + fixed.
+ExportedBuffer affine_buffer(const te::Operator& op, size_t index, const std::string& name,
+                             bool constant) {
+  auto size_at = [&](int64_t M) { return op.buffer_sizes(op.bind({M}))[index]; };
+  ExportedBuffer b{name, size_at(2) - size_at(1), 0, constant};
+  b.fixed = size_at(1) - b.per_m;
+  for (int64_t M : {3, 17, 1000, 123457})
+    DC_INTERNAL_CHECK(size_at(M) == b.per_m * M + b.fixed,
+                      "buffer {} of {} is not affine in M; the exported API assumes it is", name,
+                      op.name);
+  return b;
+}
+
+ExportPlan plan_export(const runtime::ModuleSpec& spec, const std::string& name,
+                       const codegen::CpuTarget& target) {
+  ExportPlan plan;
+  plan.name = name;
+  plan.spec = spec;
+  plan.op = spec.op.build();
+  plan.target = target;
+  const te::Operator& op = plan.op;
+  DC_INTERNAL_CHECK(op.shape_vars.size() == 1, "operators with one shape variable (M)");
+  for (size_t i = 0; i < op.inputs.size(); ++i)
+    plan.buffers.push_back(
+        affine_buffer(op, i, op.inputs[i].tensor.name(), op.inputs[i].constant));
+  plan.buffers.push_back(
+      affine_buffer(op, op.inputs.size(), op.compute.output.name(), /*constant=*/false));
+  for (const ExportedBuffer& b : plan.buffers)
+    DC_INTERNAL_CHECK(is_c_identifier(b.name), "buffer name {}", b.name);
+
+  ops::Contraction c = ops::match_contraction(op);
+  if (c.b.constant) plan.weights_input = c.b_input_index;
+  if (plan.weights_input >= 0)
+    DC_INTERNAL_CHECK(plan.buffers[plan.weights_input].per_m == 0, "weights that grow with M");
+
+  const int64_t m_values[] = {spec.op.m_min, spec.op.m_max, 1, 1000};
+  for (const schedule::MicroKernelSchedule& s : spec.kernels) {
+    ExportedKernel k;
+    k.lowered = lower::lower(op, s);
+    if (k.lowered.prepacked_b) {
+      DC_INTERNAL_CHECK(k.lowered.prepacked_input == plan.weights_input,
+                        "a kernel pre-packs input {} but the weights are input {}",
+                        k.lowered.prepacked_input, plan.weights_input);
+      k.packed_elements = ir::evaluate_int(k.lowered.packed_b_size, op.bind({m_values[0]}));
+      for (int64_t M : m_values)
+        DC_INTERNAL_CHECK(ir::evaluate_int(k.lowered.packed_b_size, op.bind({M})) ==
+                              k.packed_elements,
+                          "packed weights whose size depends on M");
+    }
+    plan.kernels.push_back(std::move(k));
+  }
+  return plan;
+}
+
+void check_out_dir(const std::string& dir) {
+  if (dir.empty()) user_error("export: --out: expected a directory");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) user_error("export: --out {}: cannot create the directory: {}", dir, ec.message());
+  if (!fs::is_directory(dir, ec)) user_error("export: --out {}: not a directory", dir);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    user_error("export: --out {}: cannot write there: {}", dir, std::strerror(errno));
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) user_error("export: {}: cannot write: {}", tmp, std::strerror(errno));
+    f << text;
+    f.close();
+    if (!f) user_error("export: {}: cannot write: {}", tmp, std::strerror(errno));
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) user_error("export: {}: cannot write: {}", path, ec.message());
+}
+
+// Removes a temporary file on every path out of export_module.
+struct TemporaryFile {
+  std::string path;
+  ~TemporaryFile() {
+    std::error_code ec;
+    fs::remove(path, ec);
+  }
+};
+
+}  // namespace
+
+bool is_valid_name(const std::string& name) {
+  return name.size() <= kMaxNameLength && is_c_identifier(name) &&
+         std::isalpha(static_cast<unsigned char>(name[0])) && name.rfind("dietcode", 0) != 0;
+}
+
+std::string name_from(const std::string& text) {
+  std::string out;
+  for (char c : text)
+    out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (out.empty() || !std::isalpha(static_cast<unsigned char>(out[0]))) out = "m_" + out;
+  if (out.rfind("dietcode", 0) == 0) out = "m_" + out;
+  if (out.size() > kMaxNameLength) out.resize(kMaxNameLength);
+  return out;
+}
+
+ExportResult export_module(const runtime::ModuleSpec& module, const ExportOptions& options) {
+  if (!is_valid_name(options.name))
+    user_error(
+        "export: name '{}': expected a C identifier (a letter, then letters, digits or '_', at "
+        "most {} characters) not starting with 'dietcode'",
+        options.name, kMaxNameLength);
+  check_out_dir(options.out_dir);
+  codegen::CpuTarget target = codegen::target_for_isa(module.isa);
+  if (options.native) {
+    if (!codegen::host_supports(module.isa))
+      user_error("export: --native: the module is for {} but this CPU ({}) only has {}",
+                 module.isa, codegen::host_target().cpu, codegen::host_target().isa);
+    target = codegen::host_target();
+  }
+  ExportPlan plan = plan_export(module, options.name, target);
+
+  const fs::path dir(options.out_dir);
+  ExportResult result{(dir / ("lib" + options.name + ".so")).string(),
+                      (dir / (options.name + ".h")).string()};
+  const std::string tag = std::to_string(::getpid());
+  TemporaryFile object{(dir / ("." + options.name + "." + tag + ".o")).string()};
+  TemporaryFile library{result.library + "." + tag + ".tmp"};
+  write_object(plan, object.path);
+  link_shared_library(object.path, library.path, "lib" + options.name + ".so");
+  write_file(result.header, header_text(plan));
+  std::error_code ec;
+  fs::rename(library.path, result.library, ec);
+  if (ec) user_error("export: {}: cannot write: {}", result.library, ec.message());
+  return result;
+}
+
+}  // namespace dietcode::exporter

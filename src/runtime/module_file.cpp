@@ -1,0 +1,159 @@
+#include "runtime/module.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "support/error.h"
+
+// The module file: JSON in and out, validation, atomic save, retargeting. No code
+// generation here, so loaders can be fuzzed without LLVM.
+namespace dietcode::runtime {
+
+namespace {
+
+constexpr const char* kFormatName = "dietcode-module";
+
+const nlohmann::json& field(const nlohmann::json& j, const char* name, const std::string& what) {
+  auto it = j.find(name);
+  if (it == j.end()) user_error("{}: missing field '{}'", what, name);
+  return *it;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const ModuleSpec& m) {
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const schedule::MicroKernelSchedule& s : m.kernels) kernels.push_back(schedule::to_json(s));
+  return {{"format", kFormatName},
+          {"version", kModuleFormatVersion},
+          {"operator", ops::to_json(m.op)},
+          {"isa", m.isa},
+          {"threads", m.threads},
+          {"machine", m.machine},
+          {"kernels", kernels},
+          {"dispatch", dispatch::to_json(m.dispatch)},
+          {"provenance", m.provenance}};
+}
+
+ModuleSpec module_spec_from_json(const nlohmann::json& j, const std::string& what) {
+  if (!j.is_object()) user_error("{}: expected a JSON object", what);
+  const nlohmann::json& format = field(j, "format", what);
+  if (format != kFormatName)
+    user_error("{}: not a dietcode module (format {}, expected \"{}\")", what, format.dump(),
+               kFormatName);
+  const nlohmann::json& version = field(j, "version", what);
+  if (!version.is_number_integer() || version.get<int64_t>() != kModuleFormatVersion)
+    user_error("{}: module format version {} is not supported (this tool reads version {})", what,
+               version.dump(), kModuleFormatVersion);
+  ModuleSpec m;
+  try {
+    m.op = ops::operator_spec_from_json(field(j, "operator", what));
+  } catch (const Error& e) {
+    user_error("{}: field 'operator': {}", what, e.what());
+  }
+  const nlohmann::json& isa = field(j, "isa", what);
+  if (!isa.is_string()) user_error("{}: field 'isa' must be a string", what);
+  m.isa = isa.get<std::string>();
+  schedule::vector_isa(m.isa);  // known?
+  const nlohmann::json& threads = field(j, "threads", what);
+  if (!threads.is_number_integer() || threads.get<int64_t>() < 1 || threads.get<int64_t>() > 4096)
+    user_error("{}: field 'threads' must be an integer in [1, 4096]", what);
+  m.threads = threads.get<int>();
+  const nlohmann::json& kernels = field(j, "kernels", what);
+  if (!kernels.is_array() || kernels.empty())
+    user_error("{}: field 'kernels' must be a non-empty array", what);
+  te::Operator op = m.op.build();
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    try {
+      m.kernels.push_back(schedule::schedule_from_json(kernels[i]));
+      schedule::validate(m.kernels.back(), op);
+    } catch (const Error& e) {
+      user_error("{}: kernels[{}]: {}", what, i, e.what());
+    }
+    if (m.kernels.back().isa != m.isa)
+      user_error("{}: kernels[{}] targets {} but the module is for {}", what, i,
+                 m.kernels.back().isa, m.isa);
+  }
+  try {
+    m.dispatch =
+        dispatch::decision_tree_from_json(field(j, "dispatch", what), int(m.kernels.size()));
+  } catch (const Error& e) {
+    user_error("{}: field 'dispatch': {}", what, e.what());
+  }
+  if (m.dispatch.num_vars != int(op.shape_vars.size()))
+    user_error("{}: the dispatch tree takes {} shape variables, the operator has {}", what,
+               m.dispatch.num_vars, op.shape_vars.size());
+  if (j.contains("machine")) m.machine = j["machine"];
+  if (j.contains("provenance")) m.provenance = j["provenance"];
+  return m;
+}
+
+void save_module_spec(const ModuleSpec& m, const std::string& path) {
+  std::string text = to_json(m).dump(1) + "\n";
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) user_error("{}: cannot write the module: {}", path, std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      user_error("{}: cannot write the module: {}", path, std::strerror(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    user_error("{}: cannot write the module: {}", path, std::strerror(errno));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    user_error("{}: cannot write the module: {}", path, std::strerror(errno));
+}
+
+ModuleSpec load_module_spec(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) user_error("{}: cannot open the module file", path);
+  std::stringstream buffer;
+  buffer << f.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    user_error("{}: not a valid module file (malformed or truncated JSON)", path);
+  return module_spec_from_json(j, path);
+}
+
+ModuleSpec retarget(const ModuleSpec& m, const std::string& isa) {
+  const schedule::VectorIsa& vec = schedule::vector_isa(isa);
+  te::Operator op = m.op.build();
+  ModuleSpec out = m;
+  out.isa = isa;
+  auto round_up = [](int64_t x, int64_t k) { return (x + k - 1) / k * k; };
+  for (schedule::MicroKernelSchedule& s : out.kernels) {
+    schedule::MicroKernelSchedule t = s;
+    t.isa = isa;
+    int64_t vectors = std::max<int64_t>(1, s.nr / vec.width);
+    vectors = std::min(vectors, (vec.registers - 1) / 2);  // room for at least one row
+    t.nr = vectors * vec.width;
+    t.mr = std::max<int64_t>(1, std::min(s.mr, (vec.registers - 1 - vectors) / vectors));
+    t.mc = round_up(std::max(s.mc, t.mr), t.mr);
+    t.nc = round_up(std::max(s.nc, t.nr), t.nr);
+    try {
+      schedule::validate(t, op);
+    } catch (const Error&) {
+      // Tiles or blocks larger than the operator allows after rounding: the smallest tile.
+      t.mr = 1;
+      t.nr = vec.width;
+      t.mc = 1;
+      t.nc = vec.width;
+      schedule::validate(t, op);
+    }
+    s = t;
+  }
+  return out;
+}
+
+}  // namespace dietcode::runtime

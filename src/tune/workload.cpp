@@ -1,0 +1,247 @@
+#include "tune/workload.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "support/error.h"
+
+namespace dietcode::tune {
+
+namespace {
+
+WorkloadOperator dense_layer(const std::string& name, int64_t n, int64_t k) {
+  WorkloadOperator o;
+  o.name = name;
+  o.op.op = "dense";
+  o.op.n = n;
+  o.op.k = k;
+  o.op.m_min = 1;
+  o.op.m_max = 128;
+  return o;
+}
+
+// The line of every object key in (syntactically valid) JSON text, by path
+// ("operators[0].N"), so that semantic errors can point at their line.
+class KeyLines {
+ public:
+  explicit KeyLines(const std::string& text) : t_(text) { value(""); }
+  int line(const std::string& path) const {
+    auto it = lines_.find(path);
+    return it == lines_.end() ? 0 : it->second;
+  }
+
+ private:
+  void skip() {
+    while (i_ < t_.size() && std::isspace(static_cast<unsigned char>(t_[i_]))) {
+      if (t_[i_] == '\n') ++line_;
+      ++i_;
+    }
+  }
+  std::string string() {
+    std::string s;
+    ++i_;  // opening quote
+    while (i_ < t_.size() && t_[i_] != '"') {
+      if (t_[i_] == '\\') ++i_;
+      if (i_ < t_.size()) s += t_[i_++];
+    }
+    ++i_;
+    return s;
+  }
+  void value(const std::string& path) {
+    skip();
+    if (i_ >= t_.size()) return;
+    if (t_[i_] == '{') {
+      ++i_;
+      for (skip(); i_ < t_.size() && t_[i_] != '}'; skip()) {
+        if (t_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        int at = line_;
+        std::string key = string();
+        std::string child = path.empty() ? key : path + "." + key;
+        lines_.emplace(child, at);
+        skip();
+        ++i_;  // colon
+        value(child);
+      }
+      ++i_;
+    } else if (t_[i_] == '[') {
+      ++i_;
+      int index = 0;
+      for (skip(); i_ < t_.size() && t_[i_] != ']'; skip()) {
+        if (t_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        std::string child = fmt::format("{}[{}]", path, index++);
+        lines_.emplace(child, line_);
+        value(child);
+      }
+      ++i_;
+    } else if (t_[i_] == '"') {
+      string();
+    } else {
+      while (i_ < t_.size() && t_[i_] != ',' && t_[i_] != '}' && t_[i_] != ']' &&
+             !std::isspace(static_cast<unsigned char>(t_[i_])))
+        ++i_;
+    }
+  }
+
+  const std::string& t_;
+  size_t i_ = 0;
+  int line_ = 1;
+  std::map<std::string, int> lines_;
+};
+
+}  // namespace
+
+std::vector<std::string> workload_presets() {
+  return {"bert-base-dense", "bert-dense-2304x768"};
+}
+
+WorkloadSpec preset_workload(const std::string& name) {
+  if (name == "bert-base-dense")
+    return {name,
+            {dense_layer("qkv-2304x768", 2304, 768), dense_layer("out-768x768", 768, 768),
+             dense_layer("ffn1-3072x768", 3072, 768), dense_layer("ffn2-768x3072", 768, 3072)}};
+  if (name == "bert-dense-2304x768") return {name, {dense_layer("qkv-2304x768", 2304, 768)}};
+  std::string known;
+  for (const std::string& p : workload_presets()) known += (known.empty() ? "" : ", ") + p;
+  user_error("unknown preset workload '{}'; expected one of: {} (or a spec file ending in .json)",
+             name, known);
+}
+
+WorkloadSpec parse_workload_spec(const std::string& text, const std::string& path) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // Line and column of the failing byte.
+    size_t byte = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    int line = 1, column = 1;
+    for (size_t i = 0; i < byte; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    std::string what = e.what();
+    size_t colon = what.rfind(": ");
+    user_error("{}:{}:{}: JSON syntax error: {}", path, line, column,
+               colon == std::string::npos ? what : what.substr(colon + 2));
+  }
+  KeyLines lines(text);
+  auto fail = [&](const std::string& field, const std::string& why) -> void {
+    int line = lines.line(field);
+    if (line > 0) user_error("{}:{}: {}: {}", path, line, field, why);
+    user_error("{}: {}: {}", path, field.empty() ? "top level" : field, why);
+  };
+  if (!j.is_object()) fail("", "expected a JSON object with \"name\" and \"operators\"");
+  static const std::set<std::string> top_keys = {"name", "operators"};
+  for (auto& [k, v] : j.items())
+    if (!top_keys.count(k)) fail(k, "unknown field; expected name, operators");
+  WorkloadSpec w;
+  if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
+    fail("name", "expected a non-empty string");
+  w.name = j["name"].get<std::string>();
+  if (!j.contains("operators") || !j["operators"].is_array() || j["operators"].empty())
+    fail("operators", "expected a non-empty array of operators");
+  static const std::set<std::string> op_keys = {"name",   "op",     "N",     "K",        "M",
+                                                "batch",  "layout", "epilogue", "instances"};
+  std::set<std::string> names;
+  for (size_t i = 0; i < j["operators"].size(); ++i) {
+    const nlohmann::json& o = j["operators"][i];
+    std::string at = fmt::format("operators[{}]", i);
+    if (!o.is_object()) fail(at, "expected an object");
+    for (auto& [k, v] : o.items())
+      if (!op_keys.count(k))
+        fail(at + "." + k, "unknown field; expected name, op, N, K, M, batch, layout, epilogue, "
+                           "instances");
+    WorkloadOperator wo;
+    if (!o.contains("name") || !o["name"].is_string()) fail(at + ".name", "expected a string");
+    wo.name = o["name"].get<std::string>();
+    if (wo.name.empty() || wo.name.size() > 64 ||
+        wo.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
+            std::string::npos)
+      fail(at + ".name", "expected 1-64 letters, digits, '-' or '_' (it names a file)");
+    if (!names.insert(wo.name).second) fail(at + ".name", "'" + wo.name + "' is used twice");
+    auto integer = [&](const char* key, bool required, int64_t fallback) -> int64_t {
+      if (!o.contains(key)) {
+        if (required) fail(at, fmt::format("missing field '{}'", key));
+        return fallback;
+      }
+      const nlohmann::json& v = o[key];
+      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (int64_t{1} << 24))
+        fail(at + "." + key, fmt::format("expected a positive integer (at most 2^24), got {}",
+                                         v.dump().substr(0, 40)));
+      return v.get<int64_t>();
+    };
+    auto text_field = [&](const char* key, const char* fallback) -> std::string {
+      if (!o.contains(key)) return fallback;
+      if (!o[key].is_string()) fail(at + "." + key, "expected a string");
+      return o[key].get<std::string>();
+    };
+    wo.op.op = text_field("op", "");
+    if (wo.op.op != "dense" && wo.op.op != "batch_matmul")
+      fail(o.contains("op") ? at + ".op" : at,
+           fmt::format("expected \"op\": \"dense\" or \"batch_matmul\", got '{}'", wo.op.op));
+    wo.op.n = integer("N", true, 0);
+    wo.op.k = integer("K", true, 0);
+    wo.op.batch = integer("batch", false, 1);
+    wo.op.layout = text_field("layout", "NT");
+    wo.op.epilogue = text_field("epilogue", "none");
+    if (!o.contains("M")) fail(at, "missing field 'M' ([lo, hi])");
+    const nlohmann::json& m = o["M"];
+    if (!m.is_array() || m.size() != 2 || !m[0].is_number_integer() || !m[1].is_number_integer() ||
+        m[0].get<int64_t>() < 1 || m[1].get<int64_t>() < m[0].get<int64_t>() ||
+        m[1].get<int64_t>() > (int64_t{1} << 20))
+      fail(at + ".M", "expected [lo, hi] with 1 <= lo <= hi <= 2^20");
+    wo.op.m_min = m[0].get<int64_t>();
+    wo.op.m_max = m[1].get<int64_t>();
+    if (o.contains("instances")) {
+      const nlohmann::json& inst = o["instances"];
+      if (!inst.is_array() || inst.empty())
+        fail(at + ".instances", "expected a non-empty array of [M, weight] pairs");
+      for (size_t k = 0; k < inst.size(); ++k) {
+        const nlohmann::json& p = inst[k];
+        std::string where = fmt::format("{}.instances[{}]", at, k);
+        if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number())
+          fail(where, "expected [M, weight]");
+        int64_t value = p[0].get<int64_t>();
+        double weight = p[1].get<double>();
+        if (value < wo.op.m_min || value > wo.op.m_max)
+          fail(where, fmt::format("M = {} is outside the range [{}, {}]", value, wo.op.m_min,
+                                  wo.op.m_max));
+        if (!(weight > 0) || !std::isfinite(weight))
+          fail(where, "the weight must be a positive number");
+        wo.op.instances.push_back({value, weight});
+      }
+    }
+    try {
+      wo.op.build();
+    } catch (const Error& e) {
+      fail(at, e.what());
+    }
+    w.operators.push_back(std::move(wo));
+  }
+  return w;
+}
+
+WorkloadSpec load_workload_spec(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) user_error("{}: cannot open the workload spec file", path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return parse_workload_spec(s.str(), path);
+}
+
+}  // namespace dietcode::tune

@@ -1,0 +1,45 @@
+// What `dietcode tune` tunes: a workload is a named list of operators, each tuned into
+// its own module. Workloads come from presets (`bert-base-dense`, ...) or from a spec
+// file (JSON):
+//
+//   {
+//     "name": "my-encoder",
+//     "operators": [
+//       {"name": "qkv", "op": "dense", "N": 2304, "K": 768, "M": [1, 128],
+//        "epilogue": "none", "instances": [[1, 4.0], [128, 1.0]]},
+//       {"name": "scores", "op": "batch_matmul", "batch": 12, "N": 64, "K": 64,
+//        "M": [1, 128], "layout": "NT"}
+//     ]
+//   }
+//
+// "instances" (optional) are [M, weight] pairs: the shapes the workload sees and how
+// often; without them every M in range counts once. Errors name the file, the line and
+// the field ("spec.json:7: operators[0].N: expected a positive integer").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ops/spec.h"
+
+namespace dietcode::tune {
+
+struct WorkloadOperator {
+  std::string name;  // file-name safe: letters, digits, '-', '_'
+  ops::OperatorSpec op;
+};
+
+struct WorkloadSpec {
+  std::string name;
+  std::vector<WorkloadOperator> operators;
+};
+
+// Names of the presets, and one by name (throws dietcode::Error listing the known ones).
+std::vector<std::string> workload_presets();
+WorkloadSpec preset_workload(const std::string& name);
+
+// Parses a spec file's text; `path` names it in messages. Throws dietcode::Error.
+WorkloadSpec parse_workload_spec(const std::string& text, const std::string& path);
+WorkloadSpec load_workload_spec(const std::string& path);
+
+}  // namespace dietcode::tune
