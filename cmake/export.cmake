@@ -47,22 +47,29 @@ if(BUILD_TESTING)
            COMMAND bash -c "mkdir -p ${export_work} && $<TARGET_FILE:export_make_modules> ${export_work}")
   set_tests_properties(export.make_modules PROPERTIES FIXTURES_SETUP export_modules)
 
-  # name, module, C program, extra flags for it
+  # name | module | C program | its extra flags | extra `dietcode export` options
   set(export_cases
-    "dense_gelu|dense_gelu.json|dense_test.c|-DEPILOGUE=3"
-    "dense_plain|dense_plain.json|dense_test.c|-DEPILOGUE=0"
-    "bmm_nt|bmm_nt.json|bmm_test.c|-DBATCH=3 -DLAYOUT_NT=1")
+    "dense_gelu|dense_gelu.json|dense_test.c|-DEPILOGUE=3|"
+    "dense_gelu_avx2|dense_gelu_avx2.json|dense_test.c|-DEPILOGUE=3|"
+    "dense_plain|dense_plain.json|dense_test.c|-DEPILOGUE=0|"
+    "bmm_nt|bmm_nt.json|bmm_test.c|-DBATCH=3 -DLAYOUT_NT=1|--native")
   foreach(case ${export_cases})
     string(REPLACE "|" ";" fields "${case}")
     list(GET fields 0 name)
     list(GET fields 1 module)
     list(GET fields 2 program)
     list(GET fields 3 flags)
+    list(LENGTH fields count)
+    set(export_args "")
+    if(count GREATER 4)
+      list(GET fields 4 export_args)
+    endif()
     separate_arguments(flags)
     add_test(NAME export.${name}
              COMMAND bash ${export_script} $<TARGET_FILE:dietcode_cli> ${export_work}/${module}
                      ${name} ${export_src}/${program} ${CMAKE_C_COMPILER} ${export_work} ${flags})
     set_tests_properties(export.${name} PROPERTIES FIXTURES_REQUIRED export_modules LABELS export
+                         ENVIRONMENT "EXPORT_ARGS=${export_args}"
                          PASS_REGULAR_EXPRESSION "all checks passed")
   endforeach()
 
@@ -86,7 +93,7 @@ if(BUILD_TESTING)
   add_test(NAME export.rejects_bad_name
            COMMAND dietcode_cli export ${export_work}/dense_plain.json --out ${export_work}/x --name 9-lives)
   set_tests_properties(export.rejects_bad_name PROPERTIES FIXTURES_REQUIRED export_modules
-                       PASS_REGULAR_EXPRESSION "--name '9-lives': expected a C identifier")
+                       PASS_REGULAR_EXPRESSION "name '9-lives': expected a C identifier")
   add_test(NAME export.rejects_reserved_name
            COMMAND dietcode_cli export ${export_work}/dense_plain.json --out ${export_work}/x --name dietcode_dense)
   set_tests_properties(export.rejects_reserved_name PROPERTIES FIXTURES_REQUIRED export_modules

@@ -25,8 +25,7 @@ void check_round_trip(const ModuleSpec& m, const char* what) {
 
 void check_dispatch(const ModuleSpec& m) {
   const int64_t big = std::numeric_limits<int64_t>::max();
-  for (int64_t value : {int64_t{1}, m.op.m_min, m.op.m_max, m.op.m_max + (m.op.m_max < big),
-                        big}) {
+  for (int64_t value : {int64_t{1}, m.op.m_min, m.op.m_max, m.op.m_max + (m.op.m_max < big), big}) {
     int k = must([&] { return m.dispatch.select(std::vector<int64_t>{value}); }, "select");
     FUZZ_CHECK(k >= 0 && k < static_cast<int>(m.kernels.size()),
                "M = " + std::to_string(value) + " dispatches to kernel " + std::to_string(k));

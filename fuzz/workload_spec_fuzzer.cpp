@@ -21,9 +21,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(!w.name.empty() && !w.operators.empty(), "an empty workload was accepted");
   for (const dietcode::tune::WorkloadOperator& o : w.operators) {
     must([&] { return o.op.build(); }, "OperatorSpec::build");
-    dietcode::ops::OperatorSpec again = must(
-        [&] { return dietcode::ops::operator_spec_from_json(dietcode::ops::to_json(o.op)); },
-        "operator_spec_from_json(to_json(op))");
+    dietcode::ops::OperatorSpec again =
+        must([&] { return dietcode::ops::operator_spec_from_json(dietcode::ops::to_json(o.op)); },
+             "operator_spec_from_json(to_json(op))");
     FUZZ_CHECK(again == o.op, "operator " + o.name + " changed in a JSON round trip");
   }
   return 0;

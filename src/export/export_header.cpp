@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <sstream>
+#include <vector>
 
 #include "export/export_plan.h"
 #include "export/runtime/export_abi.h"
@@ -56,9 +57,10 @@ std::string header_text(const ExportPlan& plan) {
   line(" *");
   line(" * Operator: " + plan.spec.op.describe());
   h += comment_lines(plan.op.describe(), " *   ");
-  line(fmt::format(" * Kernels: {} micro-kernel(s) for {}, tuned with {} thread(s) for M in {}..{};",
-                   plan.kernels.size(), plan.spec.isa, plan.spec.threads, plan.spec.op.m_min,
-                   plan.spec.op.m_max));
+  line(
+      fmt::format(" * Kernels: {} micro-kernel(s) for {}, tuned with {} thread(s) for M in {}..{};",
+                  plan.kernels.size(), plan.spec.isa, plan.spec.threads, plan.spec.op.m_min,
+                  plan.spec.op.m_max));
   line(" * any M >= 1 runs (the decision tree dispatches shapes outside that range too).");
   line(fmt::format(" * CPU: needs {}; on a CPU without it every call returns {}_ERROR_CPU.",
                    plan.spec.isa == "avx512" ? "AVX-512 (x86-64-v4)" : "AVX2 + FMA (x86-64-v3)",
@@ -72,23 +74,27 @@ std::string header_text(const ExportPlan& plan) {
     const ExportedBuffer& b = plan.buffers[i];
     std::string role = i == n ? "output (every element is written)" : "input";
     if (i == plan.weights_input)
-      role += fmt::format(", constant weights: pass the {} handle from {}_prepack", weights_type, p);
+      role +=
+          fmt::format(", constant weights: pass the {} handle from {}_prepack", weights_type, p);
     else if (b.constant)
       role += ", constant";
     line(fmt::format(" *   {:<6} {:<14} {}", b.name, size_formula(b), role));
   }
   line(" *");
-  line(fmt::format(" * Every function checks its arguments (null pointers, element counts, M >= 1)"));
-  line(fmt::format(" * before computing, returns {}_OK (0) or an error code, and leaves a message", P));
+  line(fmt::format(
+      " * Every function checks its arguments (null pointers, element counts, M >= 1)"));
+  line(fmt::format(" * before computing, returns {}_OK (0) or an error code, and leaves a message",
+                   P));
   line(fmt::format(" * for {}_last_error(). Calls may come from several threads at once.", p));
   line(" *");
   line(" * Example:");
-  std::string run_args = "M";
+  std::vector<std::string> run_args = {"M"};
   for (int i = 0; i < n; ++i) {
     const std::string& b = plan.buffers[i].name;
-    run_args += i == plan.weights_input ? ", w" : fmt::format(", {0}, {1}_{0}_elements(M)", b, p);
+    run_args.push_back(i == plan.weights_input ? "w"
+                                               : fmt::format("{0}, {1}_{0}_elements(M)", b, p));
   }
-  run_args += fmt::format(", {0}, {1}_{0}_elements(M)", out_buffer.name, p);
+  run_args.push_back(fmt::format("{0}, {1}_{0}_elements(M)", out_buffer.name, p));
   if (has_weights) {
     const std::string& w = plan.buffers[plan.weights_input].name;
     line(fmt::format(" *   {}* w;", weights_type));
@@ -97,7 +103,21 @@ std::string header_text(const ExportPlan& plan) {
     line(" *     return 1;");
     line(" *   }");
   }
-  line(fmt::format(" *   if ({}_run({}) != {}_OK)", p, run_args, P));
+  // The call wrapped at 90 columns.
+  std::string call = fmt::format(" *   if ({}_run(", p);
+  const std::string call_indent = " *" + std::string(call.size() - 2, ' ');
+  size_t line_start = 0;
+  for (size_t i = 0; i < run_args.size(); ++i) {
+    std::string arg = run_args[i] + (i + 1 < run_args.size() ? "," : "");
+    if (i > 0 && call.size() - line_start + arg.size() + 1 > 90) {
+      call += "\n" + call_indent;
+      line_start = call.size() - call_indent.size();
+    } else if (i > 0) {
+      call += " ";
+    }
+    call += arg;
+  }
+  line(fmt::format("{}) != {}_OK)", call, P));
   line(fmt::format(" *     fprintf(stderr, \"%s\\n\", {}_last_error());", p));
   if (has_weights) line(fmt::format(" *   {}_free_weights(w);", p));
   line(" */");
@@ -130,9 +150,10 @@ std::string header_text(const ExportPlan& plan) {
   line("");
   line("/* Element counts of the buffers for a given M (no overflow check: run has one). */");
   for (const ExportedBuffer& b : plan.buffers) {
-    std::string body = b.per_m == 0
-                           ? fmt::format("(void)M;\n  return INT64_C({});", b.fixed)
-                           : fmt::format("return M * INT64_C({}) + INT64_C({});", b.per_m, b.fixed);
+    std::string body = fmt::format("return M * INT64_C({});", b.per_m);
+    if (b.per_m == 0) body = fmt::format("(void)M;\n  return INT64_C({});", b.fixed);
+    if (b.per_m != 0 && b.fixed != 0)
+      body = fmt::format("return M * INT64_C({}) + INT64_C({});", b.per_m, b.fixed);
     line(fmt::format("static inline int64_t {}_{}_elements(int64_t M) {{\n  {}\n}}", p, b.name,
                      body));
   }
@@ -160,13 +181,16 @@ std::string header_text(const ExportPlan& plan) {
                    out_buffer.name));
   line(" * tree picks for M. Each buffer comes with its element count, checked against the");
   line(" * count for M listed above. */");
+  // One buffer (pointer and element count) per line.
+  const std::string indent(p.size() + 9, ' ');
   std::string params = "int64_t M";
   for (int i = 0; i < n; ++i) {
     const std::string& b = plan.buffers[i].name;
-    params += i == plan.weights_input ? fmt::format(", const {}* weights", weights_type)
-                                      : fmt::format(", const float* {0}, int64_t {0}_elements", b);
+    params += i == plan.weights_input
+                  ? fmt::format(",\n{}const {}* weights", indent, weights_type)
+                  : fmt::format(",\n{0}const float* {1}, int64_t {1}_elements", indent, b);
   }
-  params += fmt::format(", float* {0}, int64_t {0}_elements", out_buffer.name);
+  params += fmt::format(",\n{0}float* {1}, int64_t {1}_elements", indent, out_buffer.name);
   line(fmt::format("int {}_run({});", p, params));
   line("");
   line("/* Threads for the parallel loops (1..4096), the caller included; until it is");

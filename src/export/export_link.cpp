@@ -38,9 +38,10 @@ std::string runtime_archive() {
     if (fs::is_regular_file(p, ec)) return p.string();
   std::string looked;
   for (const fs::path& p : candidates) looked += (looked.empty() ? "" : ", ") + p.string();
-  user_error("export: the runtime archive {} was not found (looked at {}); build the target "
-             "dietcode_export_runtime",
-             kRuntimeArchive, looked);
+  user_error(
+      "export: the runtime archive {} was not found (looked at {}); build the target "
+      "dietcode_export_runtime",
+      kRuntimeArchive, looked);
 }
 
 std::string cxx_driver() {
@@ -69,9 +70,10 @@ int run(const std::vector<std::string>& argv, std::string& output) {
   ::close(fds[1]);
   if (rc != 0) {
     ::close(fds[0]);
-    user_error("export: cannot run the linker '{}': {} (install g++, which the export needs to "
-               "link)",
-               argv[0], std::strerror(rc));
+    user_error(
+        "export: cannot run the linker '{}': {} (install g++, which the export needs to "
+        "link)",
+        argv[0], std::strerror(rc));
   }
   char buffer[4096];
   for (ssize_t got; (got = ::read(fds[0], buffer, sizeof buffer)) != 0;) {

@@ -38,8 +38,9 @@ std::unique_ptr<llvm::Module> parse(llvm::LLVMContext& ctx, const std::string& t
                                     const std::string& what) {
   llvm::SMDiagnostic error;
   std::unique_ptr<llvm::Module> m = llvm::parseAssemblyString(text, error, ctx);
-  if (!m) internal_error(__FILE__, __LINE__, "re-reading the IR of " + what + ": " +
-                                                 error.getMessage().str());
+  if (!m)
+    internal_error(__FILE__, __LINE__,
+                   "re-reading the IR of " + what + ": " + error.getMessage().str());
   return m;
 }
 
@@ -131,7 +132,8 @@ llvm::Constant* array_constant(llvm::Module& m, llvm::Type* element, const std::
 
 llvm::Constant* i64_array(llvm::Module& m, const std::vector<int64_t>& values,
                           const std::string& name) {
-  llvm::Constant* init = llvm::ConstantDataArray::get(m.getContext(), llvm::ArrayRef<int64_t>(values));
+  llvm::Constant* init =
+      llvm::ConstantDataArray::get(m.getContext(), llvm::ArrayRef<int64_t>(values));
   return new llvm::GlobalVariable(m, init->getType(), /*isConstant=*/true,
                                   llvm::GlobalValue::PrivateLinkage, init, name);
 }
@@ -169,8 +171,8 @@ llvm::StructType* descriptor_type(llvm::LLVMContext& ctx, const llvm::DataLayout
 
 llvm::StructType* kernel_type(llvm::LLVMContext& ctx, const llvm::DataLayout& layout) {
   llvm::Type* ptr = llvm::PointerType::get(ctx, 0);
-  auto* type =
-      llvm::StructType::create(ctx, {ptr, ptr, llvm::Type::getInt64Ty(ctx)}, "dietcode_export_kernel");
+  auto* type = llvm::StructType::create(ctx, {ptr, ptr, llvm::Type::getInt64Ty(ctx)},
+                                        "dietcode_export_kernel");
   const llvm::StructLayout* sl = layout.getStructLayout(type);
   DC_INTERNAL_CHECK(sl->getSizeInBytes() == sizeof(dietcode_export_kernel));
   DC_INTERNAL_CHECK(sl->getElementOffset(1) == offsetof(dietcode_export_kernel, prepack));
@@ -202,8 +204,9 @@ llvm::GlobalVariable* emit_descriptor(llvm::Module& m, const ExportPlan& plan) {
     DC_INTERNAL_CHECK(compute && (prepack != nullptr) == plan.kernels[i].lowered.prepacked_b,
                       "kernel {}", i);
     kernels.push_back(llvm::ConstantStruct::get(
-        ktype, {compute, prepack ? static_cast<llvm::Constant*>(prepack)
-                                 : llvm::ConstantPointerNull::get(llvm::PointerType::get(ctx, 0)),
+        ktype, {compute,
+                prepack ? static_cast<llvm::Constant*>(prepack)
+                        : llvm::ConstantPointerNull::get(llvm::PointerType::get(ctx, 0)),
                 int64(plan.kernels[i].packed_elements)}));
   }
   auto* kernels_type = llvm::ArrayType::get(ktype, kernels.size());
@@ -217,12 +220,12 @@ llvm::GlobalVariable* emit_descriptor(llvm::Module& m, const ExportPlan& plan) {
       plan.spec.isa == "avx512" ? DIETCODE_EXPORT_ISA_AVX512 : DIETCODE_EXPORT_ISA_AVX2;
   llvm::StructType* dtype = descriptor_type(ctx, layout);
   llvm::Constant* init = llvm::ConstantStruct::get(
-      dtype, {int64(DIETCODE_EXPORT_ABI_VERSION), string_constant(m, plan.name, "module_name"),
-              int64(isa), int64(plan.spec.threads), int64(plan.spec.op.m_min),
-              int64(plan.spec.op.m_max), int64(plan.num_inputs()), int64(plan.weights_input),
-              i64_array(m, per_m, "elements_per_m"), i64_array(m, fixed, "elements_fixed"),
-              array_constant(m, ptr, names, "buffer_names"), int64(int64_t(plan.kernels.size())),
-              kernel_table, select});
+      dtype,
+      {int64(DIETCODE_EXPORT_ABI_VERSION), string_constant(m, plan.name, "module_name"), int64(isa),
+       int64(plan.spec.threads), int64(plan.spec.op.m_min), int64(plan.spec.op.m_max),
+       int64(plan.num_inputs()), int64(plan.weights_input), i64_array(m, per_m, "elements_per_m"),
+       i64_array(m, fixed, "elements_fixed"), array_constant(m, ptr, names, "buffer_names"),
+       int64(int64_t(plan.kernels.size())), kernel_table, select});
   return new llvm::GlobalVariable(m, dtype, true, llvm::GlobalValue::InternalLinkage, init,
                                   "descriptor");
 }
@@ -234,10 +237,12 @@ void emit_entry_points(llvm::Module& m, const ExportPlan& plan, llvm::GlobalVari
   const int n = plan.num_inputs();
 
   if (plan.weights_input >= 0) {
-    auto prepack = e.runtime("dietcode_export_prepack", e.i32(), {e.ptr(), e.ptr(), e.i64(), e.ptr()});
+    auto prepack =
+        e.runtime("dietcode_export_prepack", e.i32(), {e.ptr(), e.ptr(), e.i64(), e.ptr()});
     llvm::Function* f = e.begin(p + "_prepack", e.i32(), {e.ptr(), e.i64(), e.ptr()});
     e.forward(prepack, {f->getArg(0), f->getArg(1), f->getArg(2)}, true);
-    auto free_weights = e.runtime("dietcode_export_free_weights", e.void_type(), {e.ptr(), e.ptr()});
+    auto free_weights =
+        e.runtime("dietcode_export_free_weights", e.void_type(), {e.ptr(), e.ptr()});
     f = e.begin(p + "_free_weights", e.void_type(), {e.ptr()});
     e.forward(free_weights, {f->getArg(0)}, true);
   }
@@ -273,8 +278,8 @@ void emit_entry_points(llvm::Module& m, const ExportPlan& plan, llvm::GlobalVari
       b.CreateStore(data, b.CreateConstInBoundsGEP2_64(inputs_type, inputs, 0, i));
       b.CreateStore(count, b.CreateConstInBoundsGEP2_64(elements_type, elements, 0, i));
     }
-    e.forward(run,
-              {f->getArg(0), inputs, elements, weights, f->getArg(arg), f->getArg(arg + 1)}, true);
+    e.forward(run, {f->getArg(0), inputs, elements, weights, f->getArg(arg), f->getArg(arg + 1)},
+              true);
   }
 
   auto set_threads = e.runtime("dietcode_export_set_threads", e.i32(), {e.ptr(), e.i32()});

@@ -53,8 +53,7 @@ ExportPlan plan_export(const runtime::ModuleSpec& spec, const std::string& name,
   const te::Operator& op = plan.op;
   DC_INTERNAL_CHECK(op.shape_vars.size() == 1, "operators with one shape variable (M)");
   for (size_t i = 0; i < op.inputs.size(); ++i)
-    plan.buffers.push_back(
-        affine_buffer(op, i, op.inputs[i].tensor.name(), op.inputs[i].constant));
+    plan.buffers.push_back(affine_buffer(op, i, op.inputs[i].tensor.name(), op.inputs[i].constant));
   plan.buffers.push_back(
       affine_buffer(op, op.inputs.size(), op.compute.output.name(), /*constant=*/false));
   for (const ExportedBuffer& b : plan.buffers)
@@ -75,9 +74,9 @@ ExportPlan plan_export(const runtime::ModuleSpec& spec, const std::string& name,
                         k.lowered.prepacked_input, plan.weights_input);
       k.packed_elements = ir::evaluate_int(k.lowered.packed_b_size, op.bind({m_values[0]}));
       for (int64_t M : m_values)
-        DC_INTERNAL_CHECK(ir::evaluate_int(k.lowered.packed_b_size, op.bind({M})) ==
-                              k.packed_elements,
-                          "packed weights whose size depends on M");
+        DC_INTERNAL_CHECK(
+            ir::evaluate_int(k.lowered.packed_b_size, op.bind({M})) == k.packed_elements,
+            "packed weights whose size depends on M");
     }
     plan.kernels.push_back(std::move(k));
   }
@@ -124,10 +123,17 @@ bool is_valid_name(const std::string& name) {
          std::isalpha(static_cast<unsigned char>(name[0])) && name.rfind("dietcode", 0) != 0;
 }
 
+void check_name(const std::string& name) {
+  if (!is_valid_name(name))
+    user_error(
+        "export: name '{}': expected a C identifier (a letter, then letters, digits or '_', at "
+        "most {} characters) not starting with 'dietcode'",
+        name, kMaxNameLength);
+}
+
 std::string name_from(const std::string& text) {
   std::string out;
-  for (char c : text)
-    out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   if (out.empty() || !std::isalpha(static_cast<unsigned char>(out[0]))) out = "m_" + out;
   if (out.rfind("dietcode", 0) == 0) out = "m_" + out;
   if (out.size() > kMaxNameLength) out.resize(kMaxNameLength);
@@ -135,17 +141,13 @@ std::string name_from(const std::string& text) {
 }
 
 ExportResult export_module(const runtime::ModuleSpec& module, const ExportOptions& options) {
-  if (!is_valid_name(options.name))
-    user_error(
-        "export: name '{}': expected a C identifier (a letter, then letters, digits or '_', at "
-        "most {} characters) not starting with 'dietcode'",
-        options.name, kMaxNameLength);
+  check_name(options.name);
   check_out_dir(options.out_dir);
   codegen::CpuTarget target = codegen::target_for_isa(module.isa);
   if (options.native) {
     if (!codegen::host_supports(module.isa))
-      user_error("export: --native: the module is for {} but this CPU ({}) only has {}",
-                 module.isa, codegen::host_target().cpu, codegen::host_target().isa);
+      user_error("export: --native: the module is for {} but this CPU ({}) only has {}", module.isa,
+                 codegen::host_target().cpu, codegen::host_target().isa);
     target = codegen::host_target();
   }
   ExportPlan plan = plan_export(module, options.name, target);

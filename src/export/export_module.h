@@ -38,6 +38,8 @@ struct ExportResult {
 // A C identifier for the API prefix: a letter, then letters, digits or '_', at most 64
 // characters, not starting with "dietcode" (reserved for the runtime's own symbols).
 bool is_valid_name(const std::string& name);
+// Throws dietcode::Error saying what a valid name is, unless `name` is one.
+void check_name(const std::string& name);
 // A valid name made from any text (e.g. a module file's name): "bert-2304x768" ->
 // "bert_2304x768", "1x" -> "m_1x".
 std::string name_from(const std::string& text);

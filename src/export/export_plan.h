@@ -16,9 +16,9 @@ namespace dietcode::exporter {
 
 // One operator buffer as the C API sees it: elements = per_m * M + fixed.
 struct ExportedBuffer {
-  std::string name;        // the tensor's name ("X"), a C identifier
+  std::string name;  // the tensor's name ("X"), a C identifier
   int64_t per_m = 0, fixed = 0;
-  bool constant = false;   // a constant input (weights, bias)
+  bool constant = false;  // a constant input (weights, bias)
 };
 
 struct ExportedKernel {
@@ -30,9 +30,9 @@ struct ExportPlan {
   std::string name;  // the C prefix
   runtime::ModuleSpec spec;
   te::Operator op;
-  codegen::CpuTarget target;           // what the kernels are compiled for
+  codegen::CpuTarget target;            // what the kernels are compiled for
   std::vector<ExportedBuffer> buffers;  // the operator's inputs, then its output
-  int weights_input = -1;  // the constant input passed as a `<name>_weights` handle
+  int weights_input = -1;               // the constant input passed as a `<name>_weights` handle
   std::vector<ExportedKernel> kernels;
 
   int num_inputs() const { return static_cast<int>(buffers.size()) - 1; }

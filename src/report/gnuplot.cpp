@@ -50,6 +50,25 @@ void write_file(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
+PlotSeries data_series(std::string title, std::string using_columns, std::string style,
+                       std::string rows, std::string axes) {
+  PlotSeries s;
+  s.title = std::move(title);
+  s.using_columns = std::move(using_columns);
+  s.style = std::move(style);
+  s.rows = std::move(rows);
+  s.axes = std::move(axes);
+  return s;
+}
+
+PlotSeries function_series(std::string title, std::string function, std::string style) {
+  PlotSeries s;
+  s.title = std::move(title);
+  s.function = std::move(function);
+  s.style = std::move(style);
+  return s;
+}
+
 std::string gnuplot_quote(const std::string& text) {
   std::string out = "'";
   for (char c : text) {

@@ -1,7 +1,7 @@
 // A plot drawn by gnuplot (Debian's gnuplot-nox), for the report pages.
 //
 //   Plot p;  p.title = "...";  p.settings = {"set logscale y"};
-//   p.series.push_back({"dietcode", "1:2", "linespoints pt 7", rows_text});
+//   p.series.push_back(data_series("dietcode", "1:2", "linespoints pt 7", rows_text));
 //   draw_plot(p, dir, "qkv-gflops");   // dir/qkv-gflops.svg, data and script in dir/data/
 //
 // The numbers and the script stay beside the image (dir/data/<stem>.dat, .gp), so a plot
@@ -22,6 +22,11 @@ struct PlotSeries {
   std::string function;  // instead of data: a gnuplot expression of x, e.g. "x"
   std::string axes;      // "" or "x1y2"
 };
+
+// A series of data rows, or of a function of x (then `rows` is empty).
+PlotSeries data_series(std::string title, std::string using_columns, std::string style,
+                       std::string rows, std::string axes = "");
+PlotSeries function_series(std::string title, std::string function, std::string style);
 
 struct Plot {
   std::string title, xlabel, ylabel, y2label;

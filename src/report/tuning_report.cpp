@@ -131,6 +131,18 @@ ImplSummary summarize(const OperatorBench& b, const std::string& impl) {
   return {geomean(gflops), geomean(ratio), geomean(roof), gflops.size(), ratio.size()};
 }
 
+// Fixed colours per library, so that pages of different runs read alike.
+std::string impl_color(const std::string& impl, size_t index) {
+  static const std::map<std::string, std::string> known = {{"dietcode", "#7b2cbf"},
+                                                           {"openblas", "#1f77b4"},
+                                                           {"onednn", "#2ca02c"},
+                                                           {"blis", "#d62728"},
+                                                           {"libxsmm", "#8c564b"}};
+  static const char* others[] = {"#e377c2", "#17becf", "#bcbd22", "#ff7f0e"};
+  auto it = known.find(impl);
+  return it != known.end() ? it->second : others[index % 4];
+}
+
 std::string impl_label(const std::string& impl) {
   return impl == "dietcode" ? "dietcode (this module)" : impl;
 }
@@ -155,14 +167,21 @@ std::string tuning_curve_section(const OperatorResult& op, const fs::path& dir,
   p.xlabel = "trials (tuning records, in the order they were measured)";
   p.ylabel = "geomean of best GFLOP/s over measured shapes";
   p.y2label = "declared shapes measured";
-  p.settings = {"set key bottom right box opaque", "set yrange [0:*]",
+  p.settings = {"set key below nobox height 1.5", "set yrange [0:*]",
                 fmt::format("set y2range [0:{}]", shapes.size() * 11 / 10 + 1)};
   std::string rows;
-  for (const CurvePoint& c : curve)
+  // A step plot needs only the points where a value changes, and the last one.
+  for (size_t i = 0; i < curve.size(); ++i) {
+    const CurvePoint& c = curve[i];
+    if (i > 0 && i + 1 < curve.size() && c.geomean_gflops == curve[i - 1].geomean_gflops &&
+        c.shapes_measured == curve[i - 1].shapes_measured)
+      continue;
     rows += fmt::format("{} {:.6g} {}\n", c.trials, c.geomean_gflops, c.shapes_measured);
-  p.series.push_back({"best geomean GFLOP/s", "1:2", "steps lw 2 lc rgb '#1f5fbf'", rows});
-  p.series.push_back({"declared shapes measured (right axis)", "1:3", "steps dt 3 lc rgb '#888888'",
-                      rows, "", "x1y2"});
+  }
+  p.series.push_back(
+      data_series("best geomean GFLOP/s", "1:2", "steps lw 2 lc rgb '#1f5fbf'", rows));
+  p.series.push_back(data_series("declared shapes measured (right axis)", "1:3",
+                                 "steps dt 3 lc rgb '#888888'", rows, "x1y2"));
   std::string image = draw_plot(p, dir, slug + "-tuning");
   const CurvePoint& last = curve.back();
   size_t failed = std::count_if(op.records.begin(), op.records.end(),
@@ -196,18 +215,20 @@ std::string gflops_section(const OperatorResult& op, const std::vector<ShapeRow>
   p.ylabel = "GFLOP/s";
   p.width = 980;
   p.height = 460;
-  p.settings = {"set key outside right top box", "set yrange [0:*]"};
+  p.settings = {"set key below nobox height 1.5", "set yrange [0:*]", "set autoscale xfixmax"};
   for (const std::string& impl : b.impls) {
     std::string rows;
     for (auto [m, row] : b.rows.at(impl)) rows += fmt::format("{} {:.6g}\n", m, row->gflops);
-    p.series.push_back(
-        {impl_label(impl), "1:2",
-         is_ours(impl) ? "linespoints lw 2.5 pt 7 ps 0.45" : "linespoints lw 1 pt 7 ps 0.3", rows});
+    p.series.push_back(data_series(
+        impl_label(impl), "1:2",
+        fmt::format("linespoints lw {} pt 7 ps {} lc rgb '{}'", is_ours(impl) ? "2.5" : "1",
+                    is_ours(impl) ? 0.45 : 0.3, impl_color(impl, p.series.size())),
+        rows));
   }
   if (!b.empty()) {
     std::string rows;
     for (auto [m, g] : b.roofline) rows += fmt::format("{} {:.6g}\n", m, g);
-    p.series.push_back({"roofline", "1:2", "lines dt 2 lw 1.5 lc rgb 'black'", rows});
+    p.series.push_back(data_series("roofline", "1:2", "lines dt 2 lw 1.5 lc rgb 'black'", rows));
   }
   std::string best_rows, selected_rows;
   for (const ShapeRow& r : shape_rows) {
@@ -216,11 +237,11 @@ std::string gflops_section(const OperatorResult& op, const std::vector<ShapeRow>
       selected_rows += fmt::format("{} {:.6g}\n", r.shape[0], r.selected_gflops);
   }
   if (!best_rows.empty())
-    p.series.push_back({"tuning: best record at M (any kernel)", "1:2",
-                        "points pt 6 ps 0.7 lc rgb '#999999'", best_rows});
+    p.series.push_back(data_series("tuning: best record at M (any kernel)", "1:2",
+                                   "points pt 6 ps 0.7 lc rgb '#999999'", best_rows));
   if (!selected_rows.empty())
-    p.series.push_back({"tuning: dispatched kernel's record at M", "1:2",
-                        "points pt 2 ps 0.6 lc rgb '#d95f02'", selected_rows});
+    p.series.push_back(data_series("tuning: dispatched kernel's record at M", "1:2",
+                                   "points pt 2 ps 0.6 lc rgb '#d95f02'", selected_rows));
   if (p.series.empty())
     return out +
            "<p class=note>No benchmark and no correct tuning record on a declared shape: "
@@ -272,9 +293,12 @@ std::string kernels_section(const OperatorResult& op, const std::vector<ShapeRow
   Plot p;
   p.title = op.name + ": declared shapes per selected micro-kernel";
   p.xlabel = "micro-kernel (index: MR x NR register tile)";
-  p.ylabel = "% of declared shapes";
+  p.ylabel = weighted ? "% of declared shapes, of declared weight" : "% of declared shapes";
   p.width = std::max(520, 90 * int(kernels.size()) + 200);
-  p.settings = {"set style fill solid 0.7 border -1", "set yrange [0:*]", "set xtics scale 0",
+  p.settings = {"set key below nobox height 1.5",
+                "set style fill solid 0.7 border -1",
+                "set yrange [0:*]",
+                "set xtics scale 0",
                 fmt::format("set xrange [-0.6:{}]", double(kernels.size()) - 0.4),
                 fmt::format("set boxwidth {}", weighted ? 0.36 : 0.6)};
   std::string rows;
@@ -283,10 +307,14 @@ std::string kernels_section(const OperatorResult& op, const std::vector<ShapeRow
                         shape_rows.empty() ? 0.0 : 100.0 * shares[k].shapes / shape_rows.size(),
                         100.0 * shares[k].weight);
   if (!kernels.empty()) {
-    p.series.push_back({"shapes", weighted ? "($1-0.19):3:xtic(2)" : "1:3:xtic(2)",
-                        "boxes lc rgb '#1f5fbf'", rows});
-    if (weighted)
-      p.series.push_back({"declared weight", "($1+0.19):4", "boxes lc rgb '#d95f02'", rows});
+    p.series.push_back(data_series("shapes", weighted ? "($1-0.19):3:xtic(2)" : "1:3:xtic(2)",
+                                   "boxes lc rgb '#1f5fbf'", rows));
+    if (weighted) {
+      p.series.push_back(
+          data_series("declared weight", "($1+0.19):4", "boxes lc rgb '#d95f02'", rows));
+    } else {
+      p.settings.push_back("unset key");
+    }
     out += html_figure(
         draw_plot(p, dir, slug + "-kernels"), "micro-kernel shares for " + op.name,
         fmt::format("The share of the {} declared shapes{} that the module's decision tree "
@@ -375,15 +403,27 @@ std::string cost_model_section(const OperatorResult& op, const fs::path& dir,
   p.ylabel = "measured GFLOP/s";
   p.width = 620;
   p.height = 560;
+  lo /= 1.25;
+  hi *= 1.25;
+  // Log axes labelled at 1, 2, 3, 5 x 10^k (gnuplot labels only powers of ten).
+  std::string tics;
+  for (double decade = std::pow(10.0, std::floor(std::log10(lo))); decade <= hi; decade *= 10)
+    for (double f : {1.0, 2.0, 3.0, 5.0})
+      if (f * decade >= lo && f * decade <= hi)
+        tics += fmt::format("{}{:g}", tics.empty() ? "" : ", ", f * decade);
   p.settings = {"set logscale xy", "set size square",
-                fmt::format("set xrange [{:.6g}:{:.6g}]", lo / 1.25, hi * 1.25),
-                fmt::format("set yrange [{:.6g}:{:.6g}]", lo / 1.25, hi * 1.25)};
+                fmt::format("set xrange [{:.6g}:{:.6g}]", lo, hi),
+                fmt::format("set yrange [{:.6g}:{:.6g}]", lo, hi)};
+  if (!tics.empty())
+    p.settings.insert(p.settings.end(),
+                      {fmt::format("set xtics ({})", tics), fmt::format("set ytics ({})", tics)});
   const char* colors[] = {"#1f5fbf", "#d95f02", "#1b9e77", "#7570b3"};
   size_t i = 0;
   for (const auto& [origin, rows] : by_origin)
-    p.series.push_back({origin + " records", "1:2",
-                        fmt::format("points pt 7 ps 0.5 lc rgb '{}'", colors[i++ % 4]), rows});
-  p.series.push_back({"predicted = measured", "", "lines dt 2 lc rgb 'black'", "", "x"});
+    p.series.push_back(data_series(origin + " records", "1:2",
+                                   fmt::format("points pt 7 ps 0.5 lc rgb '{}'", colors[i++ % 4]),
+                                   rows));
+  p.series.push_back(function_series("predicted = measured", "x", "lines dt 2 lc rgb 'black'"));
   std::string caption = fmt::format(
       "The tuner's cost model (f<sub>MK</sub> by XGBoost &times; occupancy &times; padding), "
       "refitted here on {} of this run's correct records (those whose schedule's FNV-1a hash "
@@ -435,9 +475,10 @@ std::string summary_table(const TuningReportInput& input, const std::vector<Oper
     std::vector<std::string> row = {
         op.module.op.describe(), std::to_string(op.records.size()),
         std::to_string(op.module.kernels.size()),
-        curve.empty() ? "-"
-                      : fmt::format("{} ({} shapes)", num(curve.back().geomean_gflops),
-                                    curve.back().shapes_measured)};
+        curve.empty()
+            ? "-"
+            : fmt::format("{} ({} of {} shapes)", num(curve.back().geomean_gflops),
+                          curve.back().shapes_measured, op.module.op.declared_shapes().size())};
     const OperatorBench& b = benches[i];
     auto ours = std::find_if(b.impls.begin(), b.impls.end(), is_ours);
     if (ours != b.impls.end()) {

@@ -36,6 +36,10 @@ void unique_sorted(std::vector<int64_t>& v) {
 // least this large; a block that overflows a little is still sampled, just less often).
 constexpr int64_t kL1Bytes = 32 * 1024, kL2Bytes = 1024 * 1024;
 
+// Named, not assigned from literals: GCC 12 warns falsely (-Wrestrict, its bug 105329)
+// on short literal assignments to std::string.
+const std::string kAxisM = "m", kAxisN = "n";
+
 }  // namespace
 
 SearchSpace::SearchSpace(const te::Operator& op, std::string isa, int threads,
@@ -177,7 +181,7 @@ void SearchSpace::sample_knobs(std::mt19937_64& rng, MicroKernelSchedule& s) con
   if (!c_.batch_axes.empty()) parallel.push_back("batch");
   if (threads_ == 1) parallel.push_back("none");
   s.parallel = pick(rng, parallel);
-  s.inner_tile_loop = chance(rng, 0.5) ? "m" : "n";
+  s.inner_tile_loop = chance(rng, 0.5) ? kAxisM : kAxisN;
   s.unroll_k = pick(rng, std::vector<int64_t>{1, 2, 4, 4, 8});
   s.pack_a = chance(rng, 0.5) ? schedule::PackA::Packed : schedule::PackA::Direct;
 }

@@ -1,6 +1,7 @@
 #include "tune/tuner.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -156,8 +157,25 @@ struct Progress {
   int64_t target = 0, done_at_start = 0, done = 0, errors = 0;
   bool quiet = false;
   std::string label;
-  void print(const std::string& step, double best_predicted, double best_measured) const {
+  // The last geomeans, repeated while a round's trials complete.
+  double last_predicted = 0, last_measured = 0;
+  std::string last_step;
+  bool tty = ::isatty(2) == 1;
+
+  // One line per round; on a terminal the line is also redrawn after every trial.
+  void print(const std::string& step, double best_predicted, double best_measured) {
+    last_predicted = best_predicted;
+    last_measured = best_measured;
+    last_step = step;
+    draw(true);
+  }
+  void trial_done() {
+    if (tty && !last_step.empty()) draw(false);
+  }
+  void draw(bool end_line) const {
     if (quiet) return;
+    const std::string& step = last_step;
+    double best_predicted = last_predicted, best_measured = last_measured;
     std::string what = label.empty() ? step : label + " " + step;
     double elapsed = since(start);
     int64_t run = done - done_at_start;
@@ -165,13 +183,15 @@ struct Progress {
     int width = 24;
     int filled = target > 0 ? int(double(width) * double(done) / double(target)) : width;
     fmt::print(stderr,
-               "{} [{}{}] {}/{} trials  {} elapsed  ETA {}  geomean best: predicted {}, "
-               "measured {} GFLOP/s  errors {}\n",
+               "{}{} [{}{}] {}/{} trials  {} elapsed  ETA {}  geomean best: predicted {}, "
+               "measured {} GFLOP/s  errors {}{}",
+               tty ? "\r\033[K" : "",
                what, std::string(std::min(filled, width), '#'),
                std::string(width - std::min(filled, width), '.'), done, target,
                duration_text(elapsed), duration_text(eta),
                best_predicted > 0 ? fmt::format("{:.1f}", best_predicted) : "-",
-               best_measured > 0 ? fmt::format("{:.1f}", best_measured) : "-", errors);
+               best_measured > 0 ? fmt::format("{:.1f}", best_measured) : "-", errors,
+               end_line || !tty ? "\n" : "");
   }
 };
 
@@ -204,6 +224,7 @@ void measure_and_record(Measurer& measurer, RecordFile& records,
     records.append(rec);
     ++progress.done;
     if (!rec.ok()) ++progress.errors;
+    progress.trial_done();
   });
 }
 
@@ -500,12 +521,17 @@ ModelEvaluation evaluate_cost_model(const ops::OperatorSpec& spec, int threads,
   }
   CostModel model(op, threads);
   model.fit(train);
-  std::vector<double> predicted, measured;
+  ModelEvaluation e;
+  e.train = train.size();
+  e.test = test.size();
+  e.learned = model.f.trained();
   for (const TuningRecord* r : test) {
-    predicted.push_back(model.predict({r->schedule}, {r->shape})[0][0]);
-    measured.push_back(r->gflops);
+    e.predicted.push_back(model.predict({r->schedule}, {r->shape})[0][0]);
+    e.measured.push_back(r->gflops);
+    e.origins.push_back(r->origin);
   }
-  return {train.size(), test.size(), pairwise_ranking_accuracy(predicted, measured)};
+  e.accuracy = pairwise_ranking_accuracy(e.predicted, e.measured);
+  return e;
 }
 
 }  // namespace dietcode::tune

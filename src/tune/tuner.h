@@ -60,6 +60,10 @@ TuneReport tune(const TuneOptions& options);
 struct ModelEvaluation {
   size_t train = 0, test = 0;
   double accuracy = 0;
+  bool learned = false;  // false: too few records to train f_MK (predictions = occ * pad)
+  // Per held-out record: predicted and measured GFLOP/s at its shape, its origin.
+  std::vector<double> predicted, measured;
+  std::vector<std::string> origins;
 };
 ModelEvaluation evaluate_cost_model(const ops::OperatorSpec& op, int threads,
                                     const std::vector<TuningRecord>& records);

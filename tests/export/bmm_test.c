@@ -64,8 +64,9 @@ int main(void) {
           norm += acc * acc;
         }
     double err = sqrt(diff) / sqrt(norm);
-    EXPECT(unwritten == 0 && err < 1e-5, "M=%lld (kernel %d): %d elements not written, relative error %g",
-           (long long)M, API(kernel_for)(M), unwritten, err);
+    EXPECT(unwritten == 0 && err < 1e-5,
+           "M=%lld (kernel %d): %d elements not written, relative error %g", (long long)M,
+           API(kernel_for)(M), unwritten, err);
     printf("M=%-4lld kernel %d  relative error %.2e\n", (long long)M, API(kernel_for)(M), err);
     if (M == 7) {
       EXPECT(API(run)(0, a, 0, b, BATCH * N * K, c, 0) == CODE(ERROR_SHAPE), "M = 0 accepted");

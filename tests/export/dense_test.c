@@ -1,12 +1,14 @@
 /* A C11 program that links only an exported dense library (and libm): every M of a
  * list, inside and outside the tuned range, against a float64 reference computed here
- * with the output poisoned (NaN) first; then every error path of the C API.
+ * with the output poisoned (NaN) first, also from four threads at once; then every error
+ * path of the C API.
  *
  * Built by export_test.sh with
  *   -DEXPORT_HEADER='"name.h"' -DAPI(f)=name_##f -DCODE(c)=NAME_##c -DEPILOGUE=0..3
  * (EPILOGUE: 0 none, 1 bias, 2 bias + ReLU, 3 bias + GELU). N and K come from the
  * header's element-count helpers. Prints "N checks failed" and exits 1 on failure. */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,25 +18,24 @@
 
 static int failures = 0;
 
-#define EXPECT(cond, ...)                                          \
-  do {                                                             \
-    if (!(cond)) {                                                 \
+#define EXPECT(cond, ...)                                              \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
       fprintf(stderr, "FAIL %s:%d: (%s) ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                \
-      fputc('\n', stderr);                                         \
-      ++failures;                                                  \
-    }                                                              \
+      fprintf(stderr, __VA_ARGS__);                                    \
+      fputc('\n', stderr);                                             \
+      ++failures;                                                      \
+    }                                                                  \
   } while (0)
 
 /* The call fails with `code` and a message containing `fragment`. */
-#define EXPECT_ERROR(call, code, fragment)                                                 \
-  do {                                                                                     \
-    int rc_ = (call);                                                                      \
-    const char* msg_ = API(last_error)();                                                  \
-    EXPECT(rc_ == (code), "%s returned %d, expected %d (message: %s)", #call, rc_, (code), \
-           msg_);                                                                          \
-    EXPECT(msg_ != NULL && strstr(msg_, (fragment)) != NULL,                               \
-           "%s: message '%s' lacks '%s'", #call, msg_ ? msg_ : "(null)", (fragment));       \
+#define EXPECT_ERROR(call, code, fragment)                                                         \
+  do {                                                                                             \
+    int rc_ = (call);                                                                              \
+    const char* msg_ = API(last_error)();                                                          \
+    EXPECT(rc_ == (code), "%s returned %d, expected %d (message: %s)", #call, rc_, (code), msg_);  \
+    EXPECT(msg_ != NULL && strstr(msg_, (fragment)) != NULL, "%s: message '%s' lacks '%s'", #call, \
+           msg_ ? msg_ : "(null)", (fragment));                                                    \
   } while (0)
 
 #if EPILOGUE > 0
@@ -85,6 +86,38 @@ static double check(int64_t M, int64_t N, int64_t K, const float* x, const float
   return sqrt(diff) / (norm > 1e-300 ? sqrt(norm) : 1e-300);
 }
 
+/* Several threads calling run at once, each on its own shapes. */
+struct Worker {
+  int first;
+  int64_t N, K;
+  const API(weights) * weights;
+  const float *w, *bias;
+  int64_t bias_elements;
+  double worst;
+  int failed_calls;
+};
+
+static void* work(void* arg) {
+  struct Worker* t = arg;
+  uint64_t state = 0x51ED2705ull + (uint64_t)t->first;
+  for (int64_t M = t->first; M <= 80; M += 4) {
+    float* x = malloc((size_t)(M * t->K) * sizeof(float));
+    float* y = malloc((size_t)(M * t->N) * sizeof(float));
+    for (int64_t i = 0; i < M * t->K; ++i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      x[i] = (float)((double)(state >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+    for (int64_t i = 0; i < M * t->N; ++i) y[i] = NAN;
+    if (RUN(M, x, M * t->K, t->weights, t->bias, t->bias_elements, y, M * t->N) != CODE(OK))
+      ++t->failed_calls;
+    double err = check(M, t->N, t->K, x, t->w, t->bias, y);
+    if (!(err <= t->worst)) t->worst = err;
+    free(x);
+    free(y);
+  }
+  return NULL;
+}
+
 int main(void) {
   const int64_t K = API(X_elements)(1);
   const int64_t N = API(Y_elements)(1);
@@ -109,8 +142,7 @@ int main(void) {
 
   const int64_t Ms[] = {1, 2, 7, 16, 17, 31, 32, 33, 64, 65, 100};
   for (int pass = 0; pass < 2; ++pass) {
-    if (pass == 1)
-      EXPECT(API(set_threads)(2) == CODE(OK), "set_threads: %s", API(last_error)());
+    if (pass == 1) EXPECT(API(set_threads)(2) == CODE(OK), "set_threads: %s", API(last_error)());
     for (size_t t = 0; t < sizeof Ms / sizeof Ms[0]; ++t) {
       const int64_t M = Ms[t];
       float* x = random_floats(M * K);
@@ -126,6 +158,22 @@ int main(void) {
       if (pass == 0) printf("M=%-4lld kernel %d  relative error %.2e\n", (long long)M, kernel, err);
       free(x);
       free(y);
+    }
+  }
+
+  {
+    struct Worker workers[4];
+    pthread_t threads[4];
+    for (int t = 0; t < 4; ++t) {
+      struct Worker init = {t + 1, N, K, weights, w_saved, bias, bias_elements, 0.0, 0};
+      workers[t] = init;
+      EXPECT(pthread_create(&threads[t], NULL, work, &workers[t]) == 0, "pthread_create");
+    }
+    for (int t = 0; t < 4; ++t) {
+      pthread_join(threads[t], NULL);
+      EXPECT(workers[t].failed_calls == 0 && workers[t].worst < 1e-5,
+             "concurrent thread %d: %d failed calls, worst relative error %g", t,
+             workers[t].failed_calls, workers[t].worst);
     }
   }
 

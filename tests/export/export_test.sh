@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Exports a module and checks the library from C, as a user would see it:
 #   export_test.sh DIETCODE MODULE NAME PROGRAM.c CC WORKDIR [CFLAGS...]
-# 1. `dietcode export MODULE --name NAME` writes libNAME.so and NAME.h;
+# 1. `dietcode export MODULE --name NAME $EXPORT_ARGS` writes libNAME.so and NAME.h;
 # 2. the header compiles as C11 and C++ (-Wall -Wextra -Werror);
 # 3. the library needs no LLVM, XGBoost or dietcode library, and exports only NAME_*;
 # 4. PROGRAM.c, linked against the library and libm only, checks results and errors.
@@ -11,7 +11,8 @@ shift 6
 out=$work/$name
 rm -rf "$out"
 mkdir -p "$out"
-"$dietcode" export "$module" --out "$out" --name "$name"
+# shellcheck disable=SC2086  # EXPORT_ARGS: words
+"$dietcode" export "$module" --out "$out" --name "$name" ${EXPORT_ARGS:-}
 lib=$out/lib$name.so
 test -f "$lib" && test -f "$out/$name.h"
 

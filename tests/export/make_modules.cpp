@@ -6,7 +6,9 @@
 //   dense_plain.json  dense N=33 K=17 M=1..16, no epilogue, 2 kernels that read raw weights
 //   bmm_nt.json       batch_matmul NT, batch 3, N=24 K=16 M=1..32, 2 kernels, no weights
 //
-// all for this machine's vector ISA. Usage: export_make_modules DIR
+// all for this machine's vector ISA, and dense_gelu_avx2.json: dense_gelu for AVX2 (the
+// same as dense_gelu.json on an AVX2 machine; any x86-64-v3 machine runs it).
+// Usage: export_make_modules DIR
 #include <cstdio>
 #include <string>
 
@@ -119,8 +121,9 @@ int main(int argc, char** argv) {
     runtime::save_module_spec(dense_gelu(isa), dir + "/dense_gelu.json");
     runtime::save_module_spec(dense_plain(isa), dir + "/dense_plain.json");
     runtime::save_module_spec(bmm_nt(isa), dir + "/bmm_nt.json");
+    runtime::save_module_spec(dense_gelu("avx2"), dir + "/dense_gelu_avx2.json");
     // Read back: the files must be valid modules (validated schedules, tree).
-    for (const char* f : {"dense_gelu", "dense_plain", "bmm_nt"})
+    for (const char* f : {"dense_gelu", "dense_plain", "bmm_nt", "dense_gelu_avx2"})
       runtime::load_module_spec(dir + "/" + f + ".json");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "export_make_modules: %s\n", e.what());

@@ -23,13 +23,13 @@ if ! timeout 120 "$browser" --headless=new --no-sandbox --disable-gpu --disable-
     --no-first-run --user-data-dir="$profile" --virtual-time-budget=10000 --dump-dom "$url" \
     >"$profile/dom.html" 2>"$profile/stderr.txt"; then
   echo "FAIL: chromium did not render $url"
-  tail -20 "$profile/stderr.txt"
+  grep -v dbus "$profile/stderr.txt" | tail -20 || true
   exit 1
 fi
 mark=$(grep -o 'data-images="[^"]*"' "$profile/dom.html" | head -1 || true)
 if [ "$mark" != "data-images=\"ok $expected\"" ]; then
   echo "FAIL: expected data-images=\"ok $expected\", the page says: ${mark:-nothing (did its script run?)}"
-  tail -20 "$profile/stderr.txt"
+  grep -v dbus "$profile/stderr.txt" | tail -20 || true
   exit 1
 fi
 echo "PASS: all $expected images of $page loaded in $($browser --version 2>/dev/null || echo chromium)"

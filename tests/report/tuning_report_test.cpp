@@ -91,8 +91,9 @@ TEST(TuningCurve, NeverDecreasesOnRealRecords) {
   for (size_t i = 1; i < c.size(); ++i) {
     EXPECT_GE(c[i].shapes_measured, c[i - 1].shapes_measured);
     // Only a newly measured shape can pull the geomean down.
-    if (c[i].shapes_measured == c[i - 1].shapes_measured)
+    if (c[i].shapes_measured == c[i - 1].shapes_measured) {
       EXPECT_GE(c[i].geomean_gflops, c[i - 1].geomean_gflops * (1 - 1e-12)) << i;
+    }
   }
 }
 
@@ -226,7 +227,7 @@ TEST_F(ReportTest, NamesGnuplotWhenItIsMissing) {
   std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
   ::setenv("PATH", "/nonexistent", 1);
   Plot p;
-  p.series.push_back({"one", "1:2", "lines", "1 2\n2 3\n"});
+  p.series.push_back(data_series("one", "1:2", "lines", "1 2\n2 3\n"));
   try {
     draw_plot(p, dir_, "plot");
     ADD_FAILURE() << "expected an error";
@@ -240,7 +241,7 @@ TEST_F(ReportTest, NamesGnuplotWhenItIsMissing) {
 TEST_F(ReportTest, NamesGnuplotsErrorInTheScript) {
   Plot p;
   p.settings = {"set no_such_setting"};
-  p.series.push_back({"one", "1:2", "lines", "1 2\n2 3\n"});
+  p.series.push_back(data_series("one", "1:2", "lines", "1 2\n2 3\n"));
   EXPECT_USER_ERROR(draw_plot(p, dir_, "plot"), "gnuplot failed to draw");
 }
 

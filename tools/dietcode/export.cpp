@@ -9,7 +9,6 @@
 
 #include "export/export_module.h"
 #include "runtime/module.h"
-#include "support/error.h"
 #include "tools/dietcode/subcommands.h"
 
 namespace dietcode::tool {
@@ -29,16 +28,12 @@ int run_export(ExportCommand c) {
     c.options.name = exporter::name_from(file.substr(0, file.find('.')));
   }
   // The name is checked before the module is read, so a typo costs nothing.
-  if (!exporter::is_valid_name(c.options.name))
-    user_error(
-        "export: --name '{}': expected a C identifier (a letter, then letters, digits or '_', at "
-        "most 64 characters) not starting with 'dietcode'",
-        c.options.name);
+  exporter::check_name(c.options.name);
   runtime::ModuleSpec spec = runtime::load_module_spec(c.module);
   exporter::ExportResult r = exporter::export_module(spec, c.options);
   if (!c.quiet)
-    fmt::print("{}: {} as {} ({} micro-kernels, {})\n  header  {}\n", c.module,
-               spec.op.describe(), r.library, spec.kernels.size(), spec.isa, r.header);
+    fmt::print("{}: {} as {} ({} micro-kernels, {})\n  header  {}\n", c.module, spec.op.describe(),
+               r.library, spec.kernels.size(), spec.isa, r.header);
   return 0;
 }
 
@@ -47,7 +42,8 @@ int run_export(ExportCommand c) {
 void register_export(CLI::App& app, Action& action) {
   auto c = std::make_shared<ExportCommand>();
   CLI::App* cmd = app.add_subcommand(
-      "export", "a module as a self-contained shared library and C header (lib<name>.so, <name>.h)");
+      "export",
+      "a module as a self-contained shared library and C header (lib<name>.so, <name>.h)");
   cmd->add_option("module", c->module, "the module file (from dietcode tune)")->required();
   cmd->add_option("--out", c->options.out_dir, "the directory to write to (created if missing)")
       ->required();

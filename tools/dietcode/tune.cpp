@@ -95,7 +95,12 @@ int run_tune(TuneCliOptions o) {
   // <operator>.module.json and <operator>.records.jsonl for a workload.
   std::string out = o.out;
   if (out.empty()) out = single ? "operator.module.json" : "dietcode-out/" + w.name;
-  if (!single) fs::create_directories(out);
+  fs::path out_dir = single ? fs::path(out).parent_path() : fs::path(out);
+  if (!out_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(out_dir, ec);
+    if (ec) user_error("--out {}: cannot create the folder {}: {}", out, out_dir.string(), ec.message());
+  }
   if (single && o.tune.records_path.empty()) o.tune.records_path = out + ".records.jsonl";
   if (!single && !o.tune.records_path.empty())
     user_error("--records names one file; a workload of {} operators keeps its records in the "

@@ -48,8 +48,8 @@ typedef struct {
   const char* name;     // the C prefix of the public API, for messages
   int64_t isa;          // DIETCODE_EXPORT_ISA_*
   int64_t default_threads;
-  int64_t m_min, m_max;  // the declared range of M (informative: any M >= 1 runs)
-  int64_t num_inputs;    // operator inputs; the output is buffer num_inputs
+  int64_t m_min, m_max;   // the declared range of M (informative: any M >= 1 runs)
+  int64_t num_inputs;     // operator inputs; the output is buffer num_inputs
   int64_t weights_input;  // the constant input passed as a prepacked handle, or -1
   // Elements of buffer i (inputs, then the output) = per_m[i] * M + fixed[i].
   const int64_t* elements_per_m;
@@ -64,8 +64,8 @@ typedef struct {
 // DIETCODE_EXPORT_* code and records a message for dietcode_export_last_error.
 // `inputs`/`elements` have num_inputs entries; the entry at weights_input is ignored
 // (the handle `weights` is used instead).
-int dietcode_export_prepack(const dietcode_export_module* m, const float* weights,
-                            int64_t elements, void** handle);
+int dietcode_export_prepack(const dietcode_export_module* m, const float* weights, int64_t elements,
+                            void** handle);
 void dietcode_export_free_weights(const dietcode_export_module* m, void* handle);
 int dietcode_export_run(const dietcode_export_module* m, int64_t M, const float* const* inputs,
                         const int64_t* elements, const void* weights, float* output,

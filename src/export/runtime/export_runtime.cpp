@@ -66,8 +66,9 @@ int check_module(const dietcode_export_module* m, const char* function) {
   static const bool avx512 = cpu_supports(DIETCODE_EXPORT_ISA_AVX512);
   bool ok = m->isa == DIETCODE_EXPORT_ISA_AVX2 ? avx2 : avx512;
   if (!ok)
-    return fail(DIETCODE_EXPORT_ERROR_CPU, "%s: this library needs a CPU with %s; this one lacks it",
-                function, isa_name(m->isa));
+    return fail(DIETCODE_EXPORT_ERROR_CPU,
+                "%s: this library needs a CPU with %s; this one lacks it", function,
+                isa_name(m->isa));
   return DIETCODE_EXPORT_OK;
 }
 
@@ -137,8 +138,8 @@ const char* module_name(const dietcode_export_module* m) {
 
 extern "C" {
 
-int dietcode_export_prepack(const dietcode_export_module* m, const float* weights,
-                            int64_t elements, void** handle) {
+int dietcode_export_prepack(const dietcode_export_module* m, const float* weights, int64_t elements,
+                            void** handle) {
   const char* name = module_name(m);
   return guarded(name, "prepack", [&]() -> int {
     std::string function = std::string(name) + "_prepack";
@@ -156,8 +157,9 @@ int dietcode_export_prepack(const dietcode_export_module* m, const float* weight
       return fail(DIETCODE_EXPORT_ERROR_NULL_POINTER, "%s: buffer %s is a null pointer",
                   function.c_str(), buffer);
     if (elements != m->elements_fixed[w])
-      return fail(DIETCODE_EXPORT_ERROR_BUFFER_SIZE, "%s: buffer %s has %lld elements, expected %lld",
-                  function.c_str(), buffer, ll(elements), ll(m->elements_fixed[w]));
+      return fail(DIETCODE_EXPORT_ERROR_BUFFER_SIZE,
+                  "%s: buffer %s has %lld elements, expected %lld", function.c_str(), buffer,
+                  ll(elements), ll(m->elements_fixed[w]));
     ensure_pool(m);
     auto h = std::make_unique<Weights>();
     h->module = m;
