@@ -1,7 +1,9 @@
 // Module files (runtime::load_module_spec): the bytes are written to a file and loaded
 // exactly as `dietcode` and the public API load a module. A module the loader accepts
 // must then behave: it survives a JSON round trip unchanged, its decision tree sends
-// every shape to one of its kernels, and it can be retargeted to either vector ISA.
+// every shape to one of its kernels, it can be retargeted to either vector ISA, and its
+// informative fields are JSON objects (the API, `dietcode show` and `dietcode bench`
+// read them with .value() and .items(), which throw on anything else).
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -34,6 +36,12 @@ void check_dispatch(const ModuleSpec& m) {
   must([&] { return m.dispatch.depth(); }, "depth");
 }
 
+void check_informative_fields(const ModuleSpec& m) {
+  FUZZ_CHECK(m.machine.is_object(), "field 'machine' is " + m.machine.dump().substr(0, 60));
+  FUZZ_CHECK(m.provenance.is_object(),
+             "field 'provenance' is " + m.provenance.dump().substr(0, 60));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -46,6 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   check_round_trip(m, "to_json + module_spec_from_json");
   check_dispatch(m);
+  check_informative_fields(m);
   for (const char* isa : {"avx2", "avx512"}) {
     ModuleSpec r = must([&] { return dietcode::runtime::retarget(m, isa); }, "retarget");
     check_round_trip(r, "retarget");
