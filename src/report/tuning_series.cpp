@@ -10,17 +10,6 @@
 
 namespace dietcode::report {
 
-double geomean(const std::vector<double>& values) {
-  double sum = 0;
-  int64_t n = 0;
-  for (double v : values)
-    if (v > 0) {
-      sum += std::log(v);
-      ++n;
-    }
-  return n > 0 ? std::exp(sum / double(n)) : 0;
-}
-
 std::vector<CurvePoint> tuning_curve(const std::vector<tune::TuningRecord>& records,
                                      const std::vector<std::vector<int64_t>>& shapes) {
   std::map<std::vector<int64_t>, double> best;  // declared shape -> best so far (0: none)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/module.h"
+#include "support/stats.h"
 #include "tune/records.h"
 
 namespace dietcode::report {
@@ -50,8 +51,5 @@ struct KernelShare {
 // One entry per kernel of the module (a kernel serving no declared shape has shapes 0).
 std::vector<KernelShare> kernel_shares(const runtime::ModuleSpec& module,
                                        const std::vector<ShapeRow>& rows);
-
-// exp(mean(log x)) over the positive values; 0 when there are none.
-double geomean(const std::vector<double>& values);
 
 }  // namespace dietcode::report

@@ -12,6 +12,7 @@
 
 #include "codegen/llvm/target.h"
 #include "support/error.h"
+#include "support/stats.h"
 #include "tune/select.h"
 
 namespace dietcode::tune {
@@ -194,17 +195,6 @@ struct Progress {
                end_line || !tty ? "\n" : "");
   }
 };
-
-double geomean(const std::vector<double>& v) {
-  double s = 0;
-  int n = 0;
-  for (double x : v)
-    if (x > 0) {
-      s += std::log(x);
-      ++n;
-    }
-  return n ? std::exp(s / n) : 0;
-}
 
 // Measures a batch and appends every result the moment it is final.
 void measure_and_record(Measurer& measurer, RecordFile& records,
