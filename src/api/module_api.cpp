@@ -46,7 +46,7 @@ Module Module::load(const std::string& path, const LoadOptions& options) {
       user_error(
           "{}: the module was tuned for {} ({}), which this CPU ({}) lacks; tune it again "
           "here, or load it with LoadOptions::retarget_to_host to refit its kernels to {}",
-          path, spec.isa, spec.machine.value("cpu_model", std::string("another machine")),
+          path, spec.isa, runtime::info_text(spec.machine, "cpu_model", "another machine"),
           codegen::host_target().cpu, host);
     spec = runtime::retarget(spec, host);
   }

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "ops/batch_matmul.h"
 #include "ops/dense.h"
@@ -16,6 +18,17 @@ te::Operator OperatorSpec::build() const {
   if (batch < 1) user_error("operator batch = {}: expected a positive integer", batch);
   if (m_min < 1 || m_max < m_min)
     user_error("operator M range {}..{}: expected 1 <= lo <= hi", m_min, m_max);
+  // Bounds that keep every extent and buffer size far from int64 overflow.
+  constexpr int64_t kMaxDim = int64_t{1} << 24, kMaxElements = int64_t{1} << 40;
+  for (auto [name, v] : {std::pair<const char*, int64_t>{"N", n}, {"K", k}, {"batch", batch},
+                         {"M", m_max}})
+    if (v > kMaxDim) user_error("operator {} = {}: larger than {}", name, v, kMaxDim);
+  if (batch * std::max(m_max, n) * std::max(n, k) > kMaxElements)
+    user_error("operator buffers of {} x {} x {} elements: larger than {}", batch,
+               std::max(m_max, n), std::max(n, k), kMaxElements);
+  std::set<int64_t> seen;
+  for (const te::WeightedInstance& i : instances)
+    if (!seen.insert(i.value).second) user_error("operator instance M = {} is listed twice", i.value);
   te::ShapeVar m_var = te::shape_var("M", m_min, m_max, instances);
   ir::Expr m_expr = m_var.var;
   if (op == "dense") return dense({m_var}, m_expr, n, k, parse_epilogue(epilogue));

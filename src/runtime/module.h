@@ -38,6 +38,10 @@ struct ModuleSpec {
   nlohmann::json provenance;  // records digest, dates, tool version, trials
 };
 
+// A text entry of a module's informative objects (machine, provenance): the string, or
+// the value printed as JSON, or `fallback` when absent.
+std::string info_text(const nlohmann::json& object, const char* key, const std::string& fallback);
+
 nlohmann::json to_json(const ModuleSpec& m);
 // Throws dietcode::Error naming the field that is wrong (`what` prefixes messages).
 ModuleSpec module_spec_from_json(const nlohmann::json& j, const std::string& what = "module");

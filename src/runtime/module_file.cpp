@@ -26,6 +26,12 @@ const nlohmann::json& field(const nlohmann::json& j, const char* name, const std
 
 }  // namespace
 
+std::string info_text(const nlohmann::json& object, const char* key, const std::string& fallback) {
+  if (!object.is_object() || !object.contains(key)) return fallback;
+  const nlohmann::json& v = object[key];
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
 nlohmann::json to_json(const ModuleSpec& m) {
   nlohmann::json kernels = nlohmann::json::array();
   for (const schedule::MicroKernelSchedule& s : m.kernels) kernels.push_back(schedule::to_json(s));
@@ -34,10 +40,10 @@ nlohmann::json to_json(const ModuleSpec& m) {
           {"operator", ops::to_json(m.op)},
           {"isa", m.isa},
           {"threads", m.threads},
-          {"machine", m.machine},
+          {"machine", m.machine.is_null() ? nlohmann::json::object() : m.machine},
           {"kernels", kernels},
           {"dispatch", dispatch::to_json(m.dispatch)},
-          {"provenance", m.provenance}};
+          {"provenance", m.provenance.is_null() ? nlohmann::json::object() : m.provenance}};
 }
 
 ModuleSpec module_spec_from_json(const nlohmann::json& j, const std::string& what) {
@@ -88,8 +94,19 @@ ModuleSpec module_spec_from_json(const nlohmann::json& j, const std::string& wha
   if (m.dispatch.num_vars != int(op.shape_vars.size()))
     user_error("{}: the dispatch tree takes {} shape variables, the operator has {}", what,
                m.dispatch.num_vars, op.shape_vars.size());
-  if (j.contains("machine")) m.machine = j["machine"];
-  if (j.contains("provenance")) m.provenance = j["provenance"];
+  // Informative objects: flat key -> scalar maps (nothing deeper is written; a deep
+  // structure from a hostile file is refused before it is copied).
+  for (auto [name, target] : {std::pair<const char*, nlohmann::json*>{"machine", &m.machine},
+                              {"provenance", &m.provenance}}) {
+    *target = nlohmann::json::object();
+    if (!j.contains(name) || j[name].is_null()) continue;
+    const nlohmann::json& v = j[name];
+    if (!v.is_object()) user_error("{}: field '{}' must be an object", what, name);
+    for (auto& [k, x] : v.items())
+      if (x.is_structured())
+        user_error("{}: field '{}.{}' must be a string, number or boolean", what, name, k);
+    *target = v;
+  }
   return m;
 }
 
@@ -144,11 +161,14 @@ ModuleSpec retarget(const ModuleSpec& m, const std::string& isa) {
     try {
       schedule::validate(t, op);
     } catch (const Error&) {
-      // Tiles or blocks larger than the operator allows after rounding: the smallest tile.
+      // Tiles or blocks the new ISA or the operator does not allow after rounding: the
+      // smallest tile, with a k-block that keeps the panels small.
       t.mr = 1;
       t.nr = vec.width;
       t.mc = 1;
       t.nc = vec.width;
+      t.kc = std::min<int64_t>(t.kc, 256);
+      t.pack_a = schedule::PackA::Packed;
       schedule::validate(t, op);
     }
     s = t;

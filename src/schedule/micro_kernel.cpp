@@ -116,6 +116,11 @@ MicroKernelSchedule schedule_from_json_text(const std::string& text) {
 
 void validate(const MicroKernelSchedule& s) {
   const VectorIsa& isa = vector_isa(s.isa);
+  // Bounds first, so that no arithmetic below can overflow.
+  constexpr int64_t kMaxTile = int64_t{1} << 24;
+  for (auto [name, v] : {std::pair<const char*, int64_t>{"mr", s.mr}, {"nr", s.nr}, {"kc", s.kc},
+                         {"mc", s.mc}, {"nc", s.nc}})
+    if (v > kMaxTile) user_error("schedule: {} = {} is larger than {}", name, v, kMaxTile);
   if (s.mr < 1) user_error("schedule: mr = {} must be >= 1", s.mr);
   if (s.nr < isa.width || s.nr % isa.width != 0)
     user_error("schedule: nr = {} must be a positive multiple of the {} vector width {}", s.nr,

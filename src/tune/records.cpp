@@ -63,7 +63,8 @@ ParsedFile parse_file(const std::string& path, const std::string& text) {
       user_error("{}: byte offset {} (line {}): not valid JSON (corrupt records file)", path, pos,
                  line_number);
     if (line_number == 1) {
-      if (!j.is_object() || j.value("format", "") != kFormatName)
+      if (!j.is_object() || !j.contains("format") || !j["format"].is_string() ||
+          j["format"].get<std::string>() != kFormatName)
         user_error("{}: byte offset 0: not a dietcode records file (no '{}' header)", path,
                    kFormatName);
       if (!j.contains("version") || !j["version"].is_number_integer() ||

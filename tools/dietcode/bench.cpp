@@ -63,13 +63,13 @@ int run_bench(BenchCliOptions o) {
   std::vector<runtime::ModuleSpec> specs;
   for (const std::string& path : o.modules) {
     specs.push_back(runtime::load_module_spec(path));
-    ++modes[specs.back().provenance.value("mode", std::string("module"))];
+    ++modes[runtime::info_text(specs.back().provenance, "mode", "module")];
   }
   std::map<std::string, int> names;
-  for (const runtime::ModuleSpec& m : specs) ++names[m.provenance.value("name", std::string())];
+  for (const runtime::ModuleSpec& m : specs) ++names[runtime::info_text(m.provenance, "name", "")];
   for (size_t i = 0; i < specs.size(); ++i) {
-    std::string mode = specs[i].provenance.value("mode", std::string("module"));
-    std::string name = specs[i].provenance.value("name", std::string());
+    std::string mode = runtime::info_text(specs[i].provenance, "mode", "module");
+    std::string name = runtime::info_text(specs[i].provenance, "name", "");
     std::string label = modes[mode] == 1                      ? mode
                         : !name.empty() && names[name] == 1 ? name
                                                               : std::filesystem::path(o.modules[i]).stem().string();

@@ -33,7 +33,7 @@ int run_show(const ShowOptions& o) {
       fmt::print("module {}\n", o.module);
       fmt::print("  operator  {}\n", spec.op.describe());
       fmt::print("  target    {} ({} threads); tuned on {}\n", spec.isa, spec.threads,
-                 spec.machine.value("cpu_model", std::string("?")));
+                 runtime::info_text(spec.machine, "cpu_model", "?"));
       for (auto& [k, v] : spec.provenance.items())
         fmt::print("  {:<9} {}\n", k, v.is_string() ? v.get<std::string>() : v.dump());
       std::map<int, int> served;
