@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "support/error.h"
+#include "support/json.h"
 
 // The module file: JSON in and out, validation, atomic save, retargeting. No code
 // generation here, so loaders can be fuzzed without LLVM.
@@ -137,10 +138,13 @@ ModuleSpec load_module_spec(const std::string& path) {
   if (!f) user_error("{}: cannot open the module file", path);
   std::stringstream buffer;
   buffer << f.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded())
+  ParsedJson parsed = parse_json(buffer.str());
+  if (parsed.too_deep)
+    user_error("{}: not a valid module file (JSON nested deeper than {} levels)", path,
+               kMaxJsonDepth);
+  if (parsed.value.is_discarded())
     user_error("{}: not a valid module file (malformed or truncated JSON)", path);
-  return module_spec_from_json(j, path);
+  return module_spec_from_json(parsed.value, path);
 }
 
 ModuleSpec retarget(const ModuleSpec& m, const std::string& isa) {

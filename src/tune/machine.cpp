@@ -52,7 +52,10 @@ MachineInfo machine_from_json(const nlohmann::json& j) {
     m.llvm_cpu = j.at("llvm_cpu").get<std::string>();
     m.isa = j.at("isa").get<std::string>();
     m.features = j.value("features", std::string());
-    m.cores = j.at("cores").get<int>();
+    const nlohmann::json& cores = j.at("cores");
+    if (!cores.is_number_integer() || cores.get<int64_t>() < 1 || cores.get<int64_t>() > 1 << 20)
+      user_error("machine: field 'cores' must be a positive integer");
+    m.cores = cores.get<int>();
   } catch (const nlohmann::json::exception& e) {
     user_error("machine: {}", e.what());
   }

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "support/error.h"
+#include "support/json.h"
 
 namespace dietcode::tune {
 
@@ -58,17 +59,20 @@ ParsedFile parse_file(const std::string& path, const std::string& text) {
       break;
     }
     std::string line = text.substr(pos, end - pos);
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded())
-      user_error("{}: byte offset {} (line {}): not valid JSON (corrupt records file)", path, pos,
-                 line_number);
+    ParsedJson parsed = parse_json(line);
+    if (parsed.value.is_discarded())
+      user_error("{}: byte offset {} (line {}): {} (corrupt records file)", path, pos,
+                 line_number,
+                 parsed.too_deep ? fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth)
+                                 : "not valid JSON");
+    nlohmann::json& j = parsed.value;
     if (line_number == 1) {
       if (!j.is_object() || !j.contains("format") || !j["format"].is_string() ||
           j["format"].get<std::string>() != kFormatName)
         user_error("{}: byte offset 0: not a dietcode records file (no '{}' header)", path,
                    kFormatName);
       if (!j.contains("version") || !j["version"].is_number_integer() ||
-          j["version"].get<int>() != kRecordsFormatVersion)
+          j["version"].get<int64_t>() != kRecordsFormatVersion)
         user_error("{}: records format version {} is not supported (this tool reads version {})",
                    path, j.contains("version") ? j["version"].dump() : "?",
                    kRecordsFormatVersion);
@@ -114,15 +118,28 @@ TuningRecord record_from_json(const nlohmann::json& j) {
   if (!j.is_object()) user_error("record: expected a JSON object");
   TuningRecord r;
   r.schedule = schedule::schedule_from_json(j.contains("schedule") ? j["schedule"] : nlohmann::json());
+  // Integers are checked as integers: a float read as one would be truncated, or
+  // overflow (undefined behaviour) when huge.
+  auto integer = [&](const char* name) {
+    if (!j.contains(name) || !j[name].is_number_integer())
+      user_error("record: field '{}' must be an integer", name);
+    return j[name].get<int64_t>();
+  };
+  if (!j.contains("shape") || !j["shape"].is_array())
+    user_error("record: field 'shape' must be an array of integers");
+  for (const nlohmann::json& v : j["shape"]) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 1)
+      user_error("record: shape values must be positive integers");
+    r.shape.push_back(v.get<int64_t>());
+  }
+  r.unix_time = integer("unix_time");
   try {
-    r.shape = j.at("shape").get<std::vector<int64_t>>();
     r.origin = j.at("origin").get<std::string>();
     r.seconds = j.at("seconds").get<double>();
     r.gflops = j.at("gflops").get<double>();
     r.max_rel_err = j.at("max_rel_err").get<double>();
     r.compile_seconds = j.at("compile_seconds").get<double>();
     r.error = j.at("error").get<std::string>();
-    r.unix_time = j.at("unix_time").get<int64_t>();
   } catch (const nlohmann::json::exception& e) {
     user_error("record: {}", e.what());
   }

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "support/error.h"
+#include "support/json.h"
 
 namespace dietcode::tune {
 
@@ -26,15 +27,15 @@ WorkloadOperator dense_layer(const std::string& name, int64_t n, int64_t k) {
   return o;
 }
 
-// The line of every object key in (syntactically valid) JSON text, by path
-// ("operators[0].N"), so that semantic errors can point at their line.
-class KeyLines {
+// The line where the value at `path` ("operators[0].N") starts in JSON text that has
+// already parsed (so nesting is bounded by kMaxJsonDepth); 0 if absent. Only subtrees on
+// the way to `path` build child paths, so a hostile wide or deep file costs one scan.
+class KeyLine {
  public:
-  explicit KeyLines(const std::string& text) : t_(text) { value(""); }
-  int line(const std::string& path) const {
-    auto it = lines_.find(path);
-    return it == lines_.end() ? 0 : it->second;
+  KeyLine(const std::string& text, const std::string& path) : t_(text), target_(path) {
+    value("");
   }
+  int line() const { return found_; }
 
  private:
   void skip() {
@@ -53,9 +54,19 @@ class KeyLines {
     ++i_;
     return s;
   }
+  // On the way to the target: `path` is the target or one of its prefixes.
+  bool on_the_way(const std::string& path) const {
+    return target_.compare(0, path.size(), path) == 0 &&
+           (path.size() == target_.size() || path.empty() || target_[path.size()] == '.' ||
+            target_[path.size()] == '[');
+  }
+  void note(const std::string& path, int at) {
+    if (found_ == 0 && path == target_) found_ = at;
+  }
   void value(const std::string& path) {
     skip();
     if (i_ >= t_.size()) return;
+    bool follow = on_the_way(path);
     if (t_[i_] == '{') {
       ++i_;
       for (skip(); i_ < t_.size() && t_[i_] != '}'; skip()) {
@@ -65,11 +76,11 @@ class KeyLines {
         }
         int at = line_;
         std::string key = string();
-        std::string child = path.empty() ? key : path + "." + key;
-        lines_.emplace(child, at);
+        std::string child = follow ? (path.empty() ? key : path + "." + key) : std::string();
+        if (follow) note(child, at);
         skip();
         ++i_;  // colon
-        value(child);
+        value(follow ? child : kNowhere);
       }
       ++i_;
     } else if (t_[i_] == '[') {
@@ -80,9 +91,10 @@ class KeyLines {
           ++i_;
           continue;
         }
-        std::string child = fmt::format("{}[{}]", path, index++);
-        lines_.emplace(child, line_);
-        value(child);
+        std::string child = follow ? fmt::format("{}[{}]", path, index) : std::string();
+        ++index;
+        if (follow) note(child, line_);
+        value(follow ? child : kNowhere);
       }
       ++i_;
     } else if (t_[i_] == '"') {
@@ -94,10 +106,12 @@ class KeyLines {
     }
   }
 
+  inline static const std::string kNowhere = "\x01";  // a path that leads nowhere
   const std::string& t_;
+  const std::string& target_;
   size_t i_ = 0;
   int line_ = 1;
-  std::map<std::string, int> lines_;
+  int found_ = 0;
 };
 
 }  // namespace
@@ -121,7 +135,14 @@ WorkloadSpec preset_workload(const std::string& name) {
 WorkloadSpec parse_workload_spec(const std::string& text, const std::string& path) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
+    j = nlohmann::json::parse(
+        text, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+          if (depth > kMaxJsonDepth)
+            throw Error(fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth));
+          return true;
+        });
+  } catch (const Error& e) {
+    user_error("{}: {}", path, e.what());
   } catch (const nlohmann::json::parse_error& e) {
     // Line and column of the failing byte.
     size_t byte = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
@@ -138,10 +159,12 @@ WorkloadSpec parse_workload_spec(const std::string& text, const std::string& pat
     size_t colon = what.rfind(": ");
     user_error("{}:{}:{}: JSON syntax error: {}", path, line, column,
                colon == std::string::npos ? what : what.substr(colon + 2));
+  } catch (const nlohmann::json::exception& e) {
+    // e.g. a number out of range (1e400)
+    user_error("{}: invalid JSON: {}", path, e.what());
   }
-  KeyLines lines(text);
   auto fail = [&](const std::string& field, const std::string& why) -> void {
-    int line = lines.line(field);
+    int line = field.empty() ? 0 : KeyLine(text, field).line();
     if (line > 0) user_error("{}:{}: {}: {}", path, line, field, why);
     user_error("{}: {}: {}", path, field.empty() ? "top level" : field, why);
   };
