@@ -42,6 +42,10 @@ struct TuneCliOptions {
   std::string out, report;
   bool evaluate_model = false, no_bench = false;
   double bench_seconds = 0.02;
+  // The final benchmark's sequence lengths: a spread over 1..128 (small, prime, just off
+  // tile multiples, large) that measures in about a minute; `dietcode bench --module`
+  // measures every shape.
+  std::string bench_m = "1,2,3,5,8,13,16,17,24,31,32,48,64,80,97,113,127,128";
 };
 
 void print_summary(const tune::TuneReport& r, const std::string& name, const std::string& path) {
@@ -141,6 +145,7 @@ int run_tune(TuneCliOptions o) {
     b.peers_dir = ec ? "peers" : (exe.parent_path() / "peers").string();
   }
   int64_t m_max = 0;
+  std::vector<int64_t> bench_m = parse_int_list(o.bench_m, "--bench-M");
   for (auto& [name, spec] : modules) {
     if (spec.op.epilogue != "none") {
       fmt::print("note: {} has epilogue {}; the vendor libraries compute plain products, so it "
@@ -151,10 +156,11 @@ int run_tune(TuneCliOptions o) {
     b.modules.push_back({name, spec});
     m_max = std::max(m_max, spec.op.m_max);
   }
+  for (int64_t m : bench_m)
+    if (m <= m_max) b.t_values.push_back(m);
   bench::BenchResult result;
-  bool benched = !o.no_bench && !b.modules.empty();
+  bool benched = !o.no_bench && !b.modules.empty() && !b.t_values.empty();
   if (benched) {
-    for (int64_t m = 1; m <= m_max; ++m) b.t_values.push_back(m);
     if (!o.tune.quiet)
       fmt::print(stderr, "measuring the modules against the vendor libraries\n");
     result = bench::run_bench(b);
@@ -183,7 +189,10 @@ int run_tune(TuneCliOptions o) {
 void register_tune(CLI::App& app, Action& action) {
   auto o = std::make_shared<TuneCliOptions>();
   o->op.m = "1..128";
-  o->tune.threads = tune::this_machine().cores;
+  // One thread by default: on one core the measurements are reproducible even on a
+  // shared machine (several threads there see neighbours take cores; see the README's
+  // benchmark notes). --threads N tunes for N threads.
+  o->tune.threads = 1;
   CLI::App* cmd = app.add_subcommand(
       "tune",
       "auto-schedule a workload for all its shapes (DietCode) or shape by shape; with no "
@@ -206,7 +215,7 @@ void register_tune(CLI::App& app, Action& action) {
   cmd->add_option("--out", o->out,
                   "module file (--op) or folder of modules (a workload; default "
                   "dietcode-out/<workload>)");
-  cmd->add_option("--threads", o->tune.threads, "threads of the tuned kernels (default: all)")
+  cmd->add_option("--threads", o->tune.threads, "threads of the tuned kernels")
       ->capture_default_str();
   cmd->add_option("--warm-start", o->tune.warm_start_path,
                   "records of another run or machine, used to train the cost model only");
@@ -236,6 +245,9 @@ void register_tune(CLI::App& app, Action& action) {
   cmd->add_option("--report", o->report,
                   "write an HTML report with plots (tuning curve, GFLOP/s vs M, kernel shares, "
                   "cost model) to this folder");
+  cmd->add_option("--bench-M", o->bench_m,
+                  "sequence lengths of the final benchmark (a list or ranges, e.g. 1..128)")
+      ->capture_default_str();
   cmd->add_option("--bench-seconds", o->bench_seconds,
                   "timed seconds per implementation and shape in the final benchmark")
       ->capture_default_str();
