@@ -57,12 +57,15 @@ void OccupancyModel::fit(const std::vector<Sample>& samples) {
   std::map<int, std::vector<const Sample*>> groups;
   for (const Sample& s : samples)
     if (s.throughput > 0) groups[s.group].push_back(&s);
+  // Only a kernel measured at task counts with different ideal occupancy says anything
+  // about the exponent (4 and 8 tasks on 2 cores are both "full").
+  OccupancyModel ideal{cores, 1.0};
   int usable = 0;
   for (auto& [g, v] : groups) {
-    std::vector<int64_t> distinct;
-    for (const Sample* s : v) distinct.push_back(s->tasks);
+    std::vector<double> distinct;
+    for (const Sample* s : v) distinct.push_back(ideal.occ(s->tasks));
     std::sort(distinct.begin(), distinct.end());
-    if (std::unique(distinct.begin(), distinct.end()) - distinct.begin() >= 2) ++usable;
+    if (distinct.back() - distinct.front() > 1e-9) ++usable;
   }
   if (usable < 2) return;
   // Grid search: alpha in [0, 2]; the objective is the summed within-group variance of
@@ -81,7 +84,9 @@ void OccupancyModel::fit(const std::vector<Sample>& samples) {
       mean /= double(x.size());
       for (double d : x) total += (d - mean) * (d - mean);
     }
-    if (total < best - 1e-12) {
+    // Ties (no information) keep the exponent nearest the ideal machine's 1.
+    if (total < best - 1e-12 ||
+        (total <= best + 1e-12 && std::abs(a - 1.0) < std::abs(best_alpha - 1.0))) {
       best = total;
       best_alpha = a;
     }

@@ -240,7 +240,9 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
   std::vector<std::vector<int64_t>> shapes = o.op.declared_shapes();
   SearchSpace space(op, codegen::host_target().isa, o.threads, shapes, SpaceKind::ShapeGeneric);
   CostModel model(op, o.threads);
-  auto counts = [](const TuningRecord& r) { return r.origin == "joint" || r.origin == "probe"; };
+  auto counts = [](const TuningRecord& r) {
+    return r.origin == "joint" || r.origin == "probe" || r.origin == "calibration";
+  };
   Progress progress;
   progress.quiet = o.quiet;
   progress.label = o.label;
@@ -263,6 +265,9 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
   ctx.weights = o.op.declared_weights();
   ctx.threads = o.threads;
   int round = 0;
+  bool calibrated = false;
+  for (const TuningRecord& r : records.records())
+    if (r.origin == "calibration") calibrated = true;
   while (progress.done < o.trials) {
     ++round;
     std::vector<const TuningRecord*> ok = ok_records(records.records(), warm);
@@ -287,6 +292,11 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
     int probes = seeds.size() >= size_t(o.search.measure_per_round)
                      ? int(std::round(count * o.search.shape_probe_fraction))
                      : 0;
+    // Room for the one-time occupancy calibration (below), taken from the probes.
+    const bool calibrate_now =
+        o.threads > 1 && !calibrated && seeds.size() >= size_t(o.search.measure_per_round);
+    const int calibration_room = calibrate_now ? 9 : 0;
+    if (calibrate_now) probes = std::max(probes, calibration_room);
     std::vector<MicroKernelSchedule> batch =
         propose_batch(ctx, o.search, seeds, measured, count - probes, rng);
     std::vector<MeasureRequest> requests;
@@ -320,7 +330,7 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
         return latency(a) > latency(b);
       });
       for (size_t s : order) {
-        if (int(requests.size()) >= count) break;
+        if (int(requests.size()) >= count - calibration_room) break;
         std::vector<size_t> ks(top.size());
         for (size_t k = 0; k < ks.size(); ++k) ks[k] = k;
         std::sort(ks.begin(), ks.end(),
@@ -332,6 +342,26 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
             break;
           }
         }
+      }
+    }
+    // Occupancy calibration, once, with several threads: the best measured kernels that
+    // run parallel over M, each on the shapes that give it 1, 2 and 3 tasks, so occ's
+    // exponent is fitted from this machine's behaviour rather than assumed.
+    if (calibrate_now) {
+      calibrated = true;
+      int kernels = 0;
+      for (const MicroKernelSchedule& s : seeds) {
+        if (s.parallel != "m" || kernels >= 3) continue;
+        bool any = false;
+        for (int64_t tasks = 1; tasks <= 3; ++tasks) {
+          int64_t m = s.mc * tasks;
+          auto it = std::find(shapes.begin(), shapes.end(), std::vector<int64_t>{m});
+          if (it == shapes.end()) continue;
+          requests.push_back({s, *it, ""});
+          origins.push_back("calibration");
+          any = true;
+        }
+        if (any) ++kernels;
       }
     }
     if (requests.empty()) {

@@ -49,6 +49,17 @@ TEST(Occupancy, IdealMachineAndFittedExponent) {
   EXPECT_NEAR(occ.alpha, 0.5, 0.03);
 }
 
+TEST(Occupancy, NoInformationKeepsTheIdealExponent) {
+  // Kernels measured only at task counts that fill the cores (4 and 8 tasks on 2 cores)
+  // say nothing about occupancy: the exponent stays 1.
+  OccupancyModel occ{2, 1.0};
+  std::vector<OccupancyModel::Sample> samples;
+  for (int g = 0; g < 4; ++g)
+    for (int64_t tasks : {4, 8}) samples.push_back({g, tasks, 100.0 + g + double(tasks)});
+  occ.fit(samples);
+  EXPECT_DOUBLE_EQ(occ.alpha, 1.0);
+}
+
 TEST(BestFitShape, TiesGoToTheLargerShape) {
   te::Operator op = ops::dense(1, 64, 128, 64);
   ShapeExtents shapes(op, {{3}, {6}, {12}, {13}, {5}});
