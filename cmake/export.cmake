@@ -75,7 +75,7 @@ if(BUILD_TESTING)
 
   # End to end: a module from `dietcode tune` (dense 80x48, bias + GELU, M = 1..32).
   add_test(NAME export.tuned_dense
-           COMMAND bash -c "mkdir -p ${export_work} && $<TARGET_FILE:dietcode_cli> tune --op dense --N 80 --K 48 --M 1..32 --epilogue bias_gelu --trials 16 --measure-per-round 8 --population 64 --no-bench --quiet --out ${export_work}/tuned.json && bash ${export_script} $<TARGET_FILE:dietcode_cli> ${export_work}/tuned.json tuned_dense ${export_src}/dense_test.c ${CMAKE_C_COMPILER} ${export_work} -DEPILOGUE=3")
+           COMMAND bash -c "mkdir -p ${export_work} && rm -f ${export_work}/tuned.json ${export_work}/tuned.json.records.jsonl && $<TARGET_FILE:dietcode_cli> tune --op dense --N 80 --K 48 --M 1..32 --epilogue bias_gelu --trials 16 --measure-per-round 8 --population 64 --no-bench --quiet --out ${export_work}/tuned.json && bash ${export_script} $<TARGET_FILE:dietcode_cli> ${export_work}/tuned.json tuned_dense ${export_src}/dense_test.c ${CMAKE_C_COMPILER} ${export_work} -DEPILOGUE=3")
   set_tests_properties(export.tuned_dense PROPERTIES LABELS export TIMEOUT 600
                        PASS_REGULAR_EXPRESSION "all checks passed")
 
