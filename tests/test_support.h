@@ -6,6 +6,7 @@
 #include <string>
 
 #include "schedule/micro_kernel.h"
+#include "schedule_support.h"
 #include "support/error.h"
 
 // Expects `statement` to throw dietcode::Error whose message contains `fragment`.
@@ -19,20 +20,3 @@
           << "message: " << e.what();                                                  \
     }                                                                                  \
   } while (false)
-
-namespace dietcode::testing {
-
-// A schedule with the given tile and blocks; the other fields keep their defaults.
-inline schedule::MicroKernelSchedule make_schedule(const std::string& isa, int64_t mr, int64_t nr,
-                                                   int64_t kc, int64_t mc, int64_t nc) {
-  schedule::MicroKernelSchedule s;
-  s.isa = isa;
-  s.mr = mr;
-  s.nr = nr;
-  s.kc = kc;
-  s.mc = mc;
-  s.nc = nc;
-  return s;
-}
-
-}  // namespace dietcode::testing

@@ -14,23 +14,14 @@
 
 #include "codegen/llvm/target.h"
 #include "runtime/module.h"
+#include "schedule_support.h"
 #include "support/error.h"
 
 namespace {
 
 using namespace dietcode;
 
-schedule::MicroKernelSchedule tile(const std::string& isa, int64_t mr, int64_t nr, int64_t kc,
-                                   int64_t mc, int64_t nc) {
-  schedule::MicroKernelSchedule s;
-  s.isa = isa;
-  s.mr = mr;
-  s.nr = nr;
-  s.kc = kc;
-  s.mc = mc;
-  s.nc = nc;
-  return s;
-}
+using testing::make_schedule;
 
 // A tree sending M <= first to kernel 0, M <= second to kernel 1, the rest to kernel 2.
 dispatch::DecisionTree split(int64_t m_max, std::vector<int64_t> bounds) {
@@ -56,13 +47,13 @@ runtime::ModuleSpec dense_gelu(const std::string& isa) {
   m.op.epilogue = "bias_gelu";
   m.isa = isa;
   m.threads = 2;
-  auto k0 = tile(isa, 1, 2 * w, 40, 1, 4 * w);
+  auto k0 = make_schedule(isa, 1, 2 * w, 40, 1, 4 * w);
   k0.pack_a = schedule::PackA::Direct;
   k0.pack_b = schedule::PackB::Prepacked;
-  auto k1 = tile(isa, 5, 2 * w, 16, 20, 2 * w);
+  auto k1 = make_schedule(isa, 5, 2 * w, 16, 20, 2 * w);
   k1.pack_b = schedule::PackB::Prepacked;
   k1.parallel = "n";
-  auto k2 = tile(isa, 3, w, 32, 12, 4 * w);
+  auto k2 = make_schedule(isa, 3, w, 32, 12, 4 * w);
   m.kernels = {k0, k1, k2};
   m.dispatch = split(64, {4, 40});
   m.provenance = {{"mode", "hand"}};
@@ -78,8 +69,8 @@ runtime::ModuleSpec dense_plain(const std::string& isa) {
   m.op.m_min = 1;
   m.op.m_max = 16;
   m.isa = isa;
-  auto k0 = tile(isa, 2, w, 17, 4, w);
-  auto k1 = tile(isa, 4, 2 * w, 8, 8, 2 * w);
+  auto k0 = make_schedule(isa, 2, w, 17, 4, w);
+  auto k1 = make_schedule(isa, 4, 2 * w, 8, 8, 2 * w);
   k1.loop_order = {"k", "n", "m"};
   k1.inner_tile_loop = "n";
   m.kernels = {k0, k1};
@@ -99,9 +90,9 @@ runtime::ModuleSpec bmm_nt(const std::string& isa) {
   m.op.m_min = 1;
   m.op.m_max = 32;
   m.isa = isa;
-  auto k0 = tile(isa, 3, w, 16, 6, w);
+  auto k0 = make_schedule(isa, 3, w, 16, 6, w);
   k0.parallel = "batch";
-  auto k1 = tile(isa, 6, 2 * w, 8, 12, 2 * w);
+  auto k1 = make_schedule(isa, 6, 2 * w, 8, 12, 2 * w);
   m.kernels = {k0, k1};
   m.dispatch = split(32, {10});
   m.provenance = {{"mode", "hand"}};
