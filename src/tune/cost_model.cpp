@@ -196,11 +196,13 @@ std::vector<double> ThroughputModel::predict(const std::vector<std::vector<float
 }
 
 double pairwise_ranking_accuracy(const std::vector<double>& predicted,
-                                 const std::vector<double>& measured) {
+                                 const std::vector<double>& measured, double min_gap) {
   int64_t agree = 0, total = 0;
   for (size_t i = 0; i < measured.size(); ++i)
     for (size_t j = i + 1; j < measured.size(); ++j) {
       if (measured[i] == measured[j]) continue;
+      double lo = std::min(measured[i], measured[j]), hi = std::max(measured[i], measured[j]);
+      if (min_gap > 0 && hi <= lo * (1 + min_gap)) continue;
       ++total;
       if ((predicted[i] - predicted[j]) * (measured[i] - measured[j]) > 0) ++agree;
     }

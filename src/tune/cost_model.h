@@ -49,8 +49,10 @@ class ThroughputModel {
 };
 
 // Fraction of pairs with different labels that the predictions order the same way.
+// With min_gap > 0, only pairs whose measured values differ by more than that fraction
+// count (pairs closer than the timing noise carry no ranking information).
 double pairwise_ranking_accuracy(const std::vector<double>& predicted,
-                                 const std::vector<double>& measured);
+                                 const std::vector<double>& measured, double min_gap = 0);
 
 // The argmax_S occ * pad shape of a micro-kernel over candidate extents (ties go to
 // the larger shape, by FLOP count): where its measurement says most about f_MK.

@@ -551,6 +551,7 @@ ModelEvaluation evaluate_cost_model(const ops::OperatorSpec& spec, int threads,
     e.origins.push_back(r->origin);
   }
   e.accuracy = pairwise_ranking_accuracy(e.predicted, e.measured);
+  e.accuracy_beyond_noise = pairwise_ranking_accuracy(e.predicted, e.measured, 0.05);
   return e;
 }
 

@@ -60,6 +60,7 @@ TuneReport tune(const TuneOptions& options);
 struct ModelEvaluation {
   size_t train = 0, test = 0;
   double accuracy = 0;
+  double accuracy_beyond_noise = 0;  // on pairs whose measurements differ by > 5%
   bool learned = false;  // false: too few records to train f_MK (predictions = occ * pad)
   // Per held-out record: predicted and measured GFLOP/s at its shape, its origin.
   std::vector<double> predicted, measured;

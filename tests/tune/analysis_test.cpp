@@ -89,6 +89,9 @@ TEST(RankingAccuracy, CountsAgreeingPairs) {
   EXPECT_DOUBLE_EQ(pairwise_ranking_accuracy({1, 2, 3}, {10, 20, 30}), 1.0);
   EXPECT_DOUBLE_EQ(pairwise_ranking_accuracy({3, 2, 1}, {10, 20, 30}), 0.0);
   EXPECT_NEAR(pairwise_ranking_accuracy({1, 3, 2}, {10, 20, 30}), 2.0 / 3.0, 1e-12);
+  // 100 vs 101 is within a 5% gap: that misordered pair is not counted.
+  EXPECT_DOUBLE_EQ(pairwise_ranking_accuracy({2, 1, 3}, {100, 101, 200}, 0.05), 1.0);
+  EXPECT_NEAR(pairwise_ranking_accuracy({2, 1, 3}, {100, 101, 200}), 2.0 / 3.0, 1e-12);
 }
 
 }  // namespace
