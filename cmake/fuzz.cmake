@@ -30,20 +30,7 @@ set(DIETCODE_FUZZ_SANITIZERS -fsanitize=address,undefined -fno-sanitize-recover=
 # tuning records. machine.cpp comes with records.cpp; fuzz/host_target_stub.cpp stands
 # in for the LLVM host query it references but the loaders never call.
 add_library(dietcode_fuzz_loaders STATIC
-  src/support/error.cpp
-  src/ir/expr.cpp
-  src/ir/visit.cpp
-  src/ir/stmt.cpp
-  src/ir/printer.cpp
-  src/ir/simplify.cpp
-  src/ir/evaluate.cpp
-  src/ir/affine.cpp
-  src/te/tensor.cpp
-  src/ops/dense.cpp
-  src/ops/batch_matmul.cpp
-  src/ops/contraction.cpp
-  src/ops/spec.cpp
-  src/schedule/micro_kernel.cpp
+  ${DIETCODE_FRONTEND_SOURCES}
   src/dispatch/decision_tree.cpp
   src/runtime/module_file.cpp
   src/tune/workload.cpp

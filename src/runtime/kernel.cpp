@@ -5,6 +5,7 @@
 
 #include "codegen/llvm/jit.h"
 #include "support/error.h"
+#include "support/hash.h"
 
 namespace dietcode::runtime {
 
@@ -29,9 +30,7 @@ static_assert(sizeof(PackedHeader) <= kHeaderFloats * sizeof(float));
 // FNV-1a of the schedule's JSON, computed once per kernel (runs are too short to hash
 // text on every call).
 uint64_t schedule_digest(const schedule::MicroKernelSchedule& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : schedule::to_json_text(s)) h = (h ^ c) * 1099511628211ULL;
-  return h;
+  return fnv1a64(schedule::to_json_text(s));
 }
 
 uint64_t layout_id(uint64_t digest, int64_t packed_elements) {

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "support/error.h"
+#include "support/hash.h"
 #include "support/json.h"
 
 namespace dietcode::tune {
@@ -221,9 +222,7 @@ void RecordFile::append(const TuningRecord& r) {
 
 std::string RecordFile::digest() const {
   std::string text = read_file(path_);
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-  return fmt::format("fnv1a64:{:016x}", h);
+  return fmt::format("fnv1a64:{:016x}", fnv1a64(text));
 }
 
 std::vector<TuningRecord> read_records_any_machine(const std::string& path) {

@@ -12,6 +12,7 @@
 
 #include "codegen/llvm/target.h"
 #include "support/error.h"
+#include "support/hash.h"
 #include "support/stats.h"
 #include "tune/select.h"
 
@@ -64,6 +65,20 @@ struct CostModel {
       y.push_back(r->gflops / (occ.occ(r->schedule, e) * pad_ratio(r->schedule, e)));
     }
     f.train(x, y);
+  }
+
+  // Predicted GFLOP/s of each record's kernel at the record's shape (one batched call).
+  std::vector<double> predict_records(const std::vector<const TuningRecord*>& records) const {
+    std::vector<std::vector<float>> x;
+    std::vector<Extents> ext;
+    for (const TuningRecord* r : records) {
+      ext.push_back(extents(r->shape));
+      x.push_back(micro_kernel_features(r->schedule, ext.back(), threads));
+    }
+    std::vector<double> out = f.predict(x);
+    for (size_t i = 0; i < records.size(); ++i)
+      out[i] *= occ.occ(records[i]->schedule, ext[i]) * pad_ratio(records[i]->schedule, ext[i]);
+    return out;
   }
 
   // Predicted GFLOP/s of each kernel at each shape: f_MK(features at the shape) * occ * pad.
@@ -427,15 +442,18 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
     ctx.weights = {1.0};
     ctx.threads = o.threads;
     while (done < o.trials_per_shape) {
-      std::vector<TuningRecord> own;
+      std::vector<const TuningRecord*> own, own_ok;
       for (const TuningRecord& r : records.records())
-        if (mine(r)) own.push_back(r);
-      model.fit(ok_records(own));
+        if (mine(r)) {
+          own.push_back(&r);
+          if (r.ok() && r.gflops > 0) own_ok.push_back(&r);
+        }
+      model.fit(own_ok);
       std::set<std::string> measured;
       std::vector<std::pair<double, MicroKernelSchedule>> scored;
-      for (const TuningRecord& r : own)
-        if (measured.insert(schedule::to_json_text(r.schedule)).second && r.ok())
-          scored.push_back({r.gflops, r.schedule});
+      for (const TuningRecord* r : own)
+        if (measured.insert(schedule::to_json_text(r->schedule)).second && r->ok())
+          scored.push_back({r->gflops, r->schedule});
       std::sort(scored.begin(), scored.end(),
                 [](const auto& a, const auto& b) { return a.first > b.first; });
       std::vector<MicroKernelSchedule> seeds;
@@ -534,19 +552,16 @@ ModelEvaluation evaluate_cost_model(const ops::OperatorSpec& spec, int threads,
   std::vector<const TuningRecord*> ok = ok_records(records);
   // Split by schedule (FNV of its JSON): a kernel is never on both sides.
   std::vector<const TuningRecord*> train, test;
-  for (const TuningRecord* r : ok) {
-    uint64_t h = 1469598103934665603ULL;
-    for (unsigned char ch : schedule::to_json_text(r->schedule)) h = (h ^ ch) * 1099511628211ULL;
-    (h % 5 == 0 ? test : train).push_back(r);
-  }
+  for (const TuningRecord* r : ok)
+    (fnv1a64(schedule::to_json_text(r->schedule)) % 5 == 0 ? test : train).push_back(r);
   CostModel model(op, threads);
   model.fit(train);
   ModelEvaluation e;
   e.train = train.size();
   e.test = test.size();
   e.learned = model.f.trained();
+  e.predicted = model.predict_records(test);
   for (const TuningRecord* r : test) {
-    e.predicted.push_back(model.predict({r->schedule}, {r->shape})[0][0]);
     e.measured.push_back(r->gflops);
     e.origins.push_back(r->origin);
   }
