@@ -26,16 +26,16 @@ namespace {
 
 constexpr int64_t kN = 2304, kK = 768;
 
-schedule::MicroKernelSchedule hand_picked(const std::string& isa) {
+schedule::MicroKernelSchedule hand_picked(schedule::Isa isa) {
   schedule::MicroKernelSchedule s;
   s.isa = isa;
   s.mr = 6;
-  s.nr = isa == "avx512" ? 64 : 16;
+  s.nr = isa == schedule::Isa::Avx512 ? 64 : 16;
   s.kc = 256;
   s.mc = 96;
-  s.nc = isa == "avx512" ? 768 : 256;
-  s.loop_order = {"n", "k", "m"};
-  s.parallel = "none";
+  s.nc = isa == schedule::Isa::Avx512 ? 768 : 256;
+  s.loop_order = {schedule::Axis::N, schedule::Axis::K, schedule::Axis::M};
+  s.parallel = schedule::ParallelAxis::None;
   s.unroll_k = 4;
   s.pack_a = schedule::PackA::Packed;
   s.pack_b = schedule::PackB::Prepacked;
@@ -51,7 +51,7 @@ double seconds_since(Clock::time_point t) {
 int main() {
   runtime::ThreadPool::global().set_num_threads(1);
   openblas_set_num_threads(1);
-  const std::string isa = codegen::host_target().isa;
+  const schedule::Isa isa = codegen::host_target().isa;
   te::Operator op = ops::dense(1, 512, kN, kK);
   schedule::MicroKernelSchedule s = hand_picked(isa);
   runtime::Kernel kernel = runtime::Kernel::compile(op, s);
@@ -70,7 +70,7 @@ int main() {
   runtime::AlignedBuffer packed = kernel.prepack({1}, {w.data(), static_cast<int64_t>(w.size())});
 
   fmt::print("dense N={} K={}, 1 thread, host {} ({}), schedule {}\n", kN, kK,
-             codegen::host_target().cpu, isa, schedule::to_json_text(s));
+             codegen::host_target().cpu, to_string(isa), schedule::to_json_text(s));
   fmt::print("{:>6} {:>14} {:>14} {:>8} {:>12}\n", "M", "dietcode GF/s", "OpenBLAS GF/s", "ratio",
              "rel err");
   for (int64_t m : {1, 16, 64, 128, 512}) {

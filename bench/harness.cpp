@@ -120,7 +120,7 @@ BenchResult run_bench(const BenchOptions& o) {
   } else {
     w = make_workload(o.workload, o.t_values.back());
   }
-  const std::string isa = codegen::host_target().isa;
+  const schedule::Isa isa = codegen::host_target().isa;
   BenchResult result;
   auto note = [&](const std::string& s) {
     result.notes.push_back(s);
@@ -202,7 +202,7 @@ BenchResult run_bench(const BenchOptions& o) {
     if (schedules.empty() && run_sweep) schedules = sweep_grid(layer.op, isa, o.threads);
     for (const schedule::MicroKernelSchedule& s : schedules) {
       try {
-        schedule::validate(s, layer.op);
+        schedule::bind(s, layer.op);
       } catch (const Error& e) {
         note(fmt::format("kernel {} skipped on {}: {}", schedule::to_json_text(s), layer.name,
                          e.what()));

@@ -67,13 +67,13 @@ double timed_on_threads(int threads, Fn fn) {
 
 volatile float sink;
 
-double measure_peak(int threads, const std::string& isa) {
+double measure_peak(int threads, schedule::Isa isa) {
   const int64_t iterations = 20'000'000;
-  const double lanes = isa == "avx512" ? 16 : 8;
+  const double lanes = double(schedule::vector_isa(isa).width);
   double best = 1e30;
   for (int rep = 0; rep < 7; ++rep)  // the best of several: clocks ramp and neighbours come and go
     best = std::min(best, timed_on_threads(threads, [&](int) {
-                      sink = isa == "avx512" ? fma_chains_avx512(iterations)
+                      sink = isa == schedule::Isa::Avx512 ? fma_chains_avx512(iterations)
                                              : fma_chains_avx2(iterations);
                     }));
   return threads * iterations * 12.0 * lanes * 2.0 / best * 1e-9;
@@ -134,7 +134,7 @@ std::string Roofline::describe() const {
   return s;
 }
 
-Roofline measure_roofline(int threads, const std::string& isa) {
+Roofline measure_roofline(int threads, schedule::Isa isa) {
   Roofline r;
   r.threads = threads;
   r.peak_gflops = measure_peak(threads, isa);

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "schedule/isa.h"
+
 namespace dietcode::bench {
 
 struct MemoryLevel {
@@ -28,6 +30,6 @@ struct Roofline {
 };
 
 // Measures with `threads` threads (each pinned to no particular core). Takes ~1 s.
-Roofline measure_roofline(int threads, const std::string& isa);
+Roofline measure_roofline(int threads, schedule::Isa isa);
 
 }  // namespace dietcode::bench

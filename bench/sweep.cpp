@@ -4,24 +4,19 @@
 
 #include "ops/contraction.h"
 #include "support/error.h"
+#include "support/int_math.h"
 
 namespace dietcode::bench {
 
 namespace {
 
-int64_t round_up(int64_t x, int64_t m) {
-  return (x + m - 1) / m * m;
-}
-
-// Named, rather than assigned from literals in the loop: GCC 12 warns falsely
-// (-Wrestrict, its bug 105329) on short literal assignments there.
-const std::string kParallelBatch = "batch", kParallelM = "m", kParallelN = "n";
-const std::string kInnerM = "m", kInnerN = "n";
+using schedule::Axis;
+using schedule::ParallelAxis;
 
 }  // namespace
 
-std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op,
-                                                      const std::string& isa, int threads) {
+std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, schedule::Isa isa,
+                                                      int threads) {
   ops::Contraction c = ops::match_contraction(op);
   schedule::MaxExtents ext = schedule::max_extents(c, op);
   // Every tile height from 1 to 14 rows, each with the widest NR (a multiple of the
@@ -47,7 +42,7 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op,
     base.nr = nr;
     base.kc = std::min<int64_t>(256, ext.k);
     base.unroll_k = 4;
-    base.loop_order = {"n", "k", "m"};
+    base.loop_order = {Axis::N, Axis::K, Axis::M};
     base.pack_b = c.b.constant ? schedule::PackB::Prepacked : schedule::PackB::PerBlock;
     base.pack_a = schedule::PackA::Packed;
     std::vector<schedule::MicroKernelSchedule> variants;
@@ -58,7 +53,7 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op,
     };
     if (batched) {
       schedule::MicroKernelSchedule s = base;
-      s.parallel = kParallelBatch;
+      s.parallel = ParallelAxis::Batch;
       s.mc = round_up(128, mr);
       s.nc = round_up(512, nr);
       variants.push_back(clamp_blocks(s));
@@ -69,39 +64,39 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op,
       // with two, the A micro-panel stays in L1 across the N tiles.
       for (int64_t tasks_per_thread : {1, 2}) {
         schedule::MicroKernelSchedule s = base;
-        s.parallel = kParallelN;
+        s.parallel = ParallelAxis::N;
         s.nc =
             round_up((ext.n + threads * tasks_per_thread - 1) / (threads * tasks_per_thread), nr);
         s.mc = round_up(96, mr);
-        s.inner_tile_loop = tasks_per_thread == 1 ? kInnerM : kInnerN;
+        s.inner_tile_loop = tasks_per_thread == 1 ? Axis::M : Axis::N;
         s.pack_a = mr <= 2 ? schedule::PackA::Direct : schedule::PackA::Packed;
         variants.push_back(clamp_blocks(s));
       }
       // Parallel over M blocks (large M).
       schedule::MicroKernelSchedule s = base;
-      s.parallel = kParallelM;
+      s.parallel = ParallelAxis::M;
       s.mc = round_up(std::max<int64_t>(mr * 4, 64), mr);
       s.nc = round_up(1024, nr);
-      s.inner_tile_loop = kInnerN;
+      s.inner_tile_loop = Axis::N;
       variants.push_back(clamp_blocks(s));
       // Long k-blocks with A read in place: C is loaded and stored once per tile, A's
       // rows stay in L1 across the N tiles and B streams from L2.
       schedule::MicroKernelSchedule deep = base;
       deep.kc = std::min<int64_t>(768, ext.k);
       deep.pack_a = schedule::PackA::Direct;
-      deep.inner_tile_loop = kInnerN;
-      deep.parallel = kParallelN;
+      deep.inner_tile_loop = Axis::N;
+      deep.parallel = ParallelAxis::N;
       deep.nc = round_up((ext.n + threads - 1) / threads, nr);
       deep.mc = round_up(96, mr);
       variants.push_back(clamp_blocks(deep));
-      deep.parallel = kParallelM;
+      deep.parallel = ParallelAxis::M;
       deep.nc = round_up(ext.n, nr);
       deep.mc = round_up(std::max<int64_t>(mr * 4, 64), mr);
       variants.push_back(clamp_blocks(deep));
     }
     for (const schedule::MicroKernelSchedule& s : variants) {
       try {
-        schedule::validate(s, op);
+        schedule::bind(s, op, c);
       } catch (const Error&) {
         continue;
       }
@@ -118,16 +113,16 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op,
     s.nr = vec.width;
     s.kc = std::min<int64_t>(768, ext.k);
     s.unroll_k = 4;
-    s.loop_order = {"n", "k", "m"};
-    s.inner_tile_loop = kInnerN;
-    s.parallel = kParallelN;
+    s.loop_order = {Axis::N, Axis::K, Axis::M};
+    s.inner_tile_loop = Axis::N;
+    s.parallel = ParallelAxis::N;
     s.pack_b = c.b.constant ? schedule::PackB::Prepacked : schedule::PackB::PerBlock;
     s.nc = std::min(round_up((ext.n + threads - 1) / threads, s.nr), round_up(ext.n, s.nr));
     s.mc = std::min(round_up(96, mr), round_up(ext.m, mr));
     for (schedule::PackA pack : {schedule::PackA::Direct, schedule::PackA::Packed}) {
       s.pack_a = pack;
       try {
-        schedule::validate(s, op);
+        schedule::bind(s, op, c);
         grid.push_back(s);
       } catch (const Error&) {
         // not valid for this operator's extents

@@ -12,6 +12,6 @@ namespace dietcode::bench {
 // Register tiles that fill the ISA's vector registers, each with a few block and
 // parallelization choices sized for `threads`; only schedules valid for `op` are kept.
 std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op,
-                                                      const std::string& isa, int threads);
+                                                      schedule::Isa isa, int threads);
 
 }  // namespace dietcode::bench

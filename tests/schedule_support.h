@@ -8,7 +8,7 @@
 namespace dietcode::testing {
 
 // A schedule with the given tile and blocks; the other fields keep their defaults.
-inline schedule::MicroKernelSchedule make_schedule(const std::string& isa, int64_t mr, int64_t nr,
+inline schedule::MicroKernelSchedule make_schedule(schedule::Isa isa, int64_t mr, int64_t nr,
                                                    int64_t kc, int64_t mc, int64_t nc) {
   schedule::MicroKernelSchedule s;
   s.isa = isa;

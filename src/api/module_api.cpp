@@ -40,14 +40,14 @@ Module::~Module() = default;
 
 Module Module::load(const std::string& path, const LoadOptions& options) {
   runtime::ModuleSpec spec = runtime::load_module_spec(path);
-  const std::string host = codegen::host_target().isa;
+  const schedule::Isa host = codegen::host_target().isa;
   if (!codegen::host_supports(spec.isa)) {
     if (!options.retarget_to_host)
       user_error(
           "{}: the module was tuned for {} ({}), which this CPU ({}) lacks; tune it again "
           "here, or load it with LoadOptions::retarget_to_host to refit its kernels to {}",
-          path, spec.isa, runtime::info_text(spec.machine, "cpu_model", "another machine"),
-          codegen::host_target().cpu, host);
+          path, to_string(spec.isa), runtime::info_text(spec.machine, "cpu_model", "another machine"),
+          codegen::host_target().cpu, to_string(host));
     spec = runtime::retarget(spec, host);
   }
   if (options.threads < 0) user_error("LoadOptions::threads = {}: expected >= 0", options.threads);
@@ -59,7 +59,7 @@ Module Module::load(const std::string& path, const LoadOptions& options) {
 
 std::string Module::describe() const {
   const runtime::ModuleSpec& s = impl_->module.spec();
-  return s.op.describe() + ", " + std::to_string(s.kernels.size()) + " micro-kernels, " + s.isa;
+  return s.op.describe() + ", " + std::to_string(s.kernels.size()) + " micro-kernels, " + std::string(to_string(s.isa));
 }
 
 std::vector<std::string> Module::shape_variables() const {

@@ -59,11 +59,11 @@ std::string header_text(const ExportPlan& plan) {
   h += comment_lines(plan.op.describe(), " *   ");
   line(
       fmt::format(" * Kernels: {} micro-kernel(s) for {}, tuned with {} thread(s) for M in {}..{};",
-                  plan.kernels.size(), plan.spec.isa, plan.spec.threads, plan.spec.op.m_min,
+                  plan.kernels.size(), to_string(plan.spec.isa), plan.spec.threads, plan.spec.op.m_min,
                   plan.spec.op.m_max));
   line(" * any M >= 1 runs (the decision tree dispatches shapes outside that range too).");
   line(fmt::format(" * CPU: needs {}; on a CPU without it every call returns {}_ERROR_CPU.",
-                   plan.spec.isa == "avx512" ? "AVX-512 (x86-64-v4)" : "AVX2 + FMA (x86-64-v3)",
+                   plan.spec.isa == schedule::Isa::Avx512 ? "AVX-512 (x86-64-v4)" : "AVX2 + FMA (x86-64-v3)",
                    P));
   if (plan.target.cpu != "x86-64-v3" && plan.target.cpu != "x86-64-v4")
     line(" * Compiled for the CPU " + plan.target.cpu +

@@ -217,7 +217,7 @@ llvm::GlobalVariable* emit_descriptor(llvm::Module& m, const ExportPlan& plan) {
   llvm::Function* select = m.getFunction("dispatch_select");
   DC_INTERNAL_CHECK(select != nullptr);
   const int64_t isa =
-      plan.spec.isa == "avx512" ? DIETCODE_EXPORT_ISA_AVX512 : DIETCODE_EXPORT_ISA_AVX2;
+      plan.spec.isa == schedule::Isa::Avx512 ? DIETCODE_EXPORT_ISA_AVX512 : DIETCODE_EXPORT_ISA_AVX2;
   llvm::StructType* dtype = descriptor_type(ctx, layout);
   llvm::Constant* init = llvm::ConstantStruct::get(
       dtype,

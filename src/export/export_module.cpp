@@ -67,7 +67,7 @@ ExportPlan plan_export(const runtime::ModuleSpec& spec, const std::string& name,
   const int64_t m_values[] = {spec.op.m_min, spec.op.m_max, 1, 1000};
   for (const schedule::MicroKernelSchedule& s : spec.kernels) {
     ExportedKernel k;
-    k.lowered = lower::lower(op, s);
+    k.lowered = lower::lower(schedule::bind(s, op, c));
     if (k.lowered.prepacked_b) {
       DC_INTERNAL_CHECK(k.lowered.prepacked_input == plan.weights_input,
                         "a kernel pre-packs input {} but the weights are input {}",
@@ -146,8 +146,8 @@ ExportResult export_module(const runtime::ModuleSpec& module, const ExportOption
   codegen::CpuTarget target = codegen::target_for_isa(module.isa);
   if (options.native) {
     if (!codegen::host_supports(module.isa))
-      user_error("export: --native: the module is for {} but this CPU ({}) only has {}", module.isa,
-                 codegen::host_target().cpu, codegen::host_target().isa);
+      user_error("export: --native: the module is for {} but this CPU ({}) only has {}", to_string(module.isa),
+                 codegen::host_target().cpu, to_string(codegen::host_target().isa));
     target = codegen::host_target();
   }
   ExportPlan plan = plan_export(module, options.name, target);

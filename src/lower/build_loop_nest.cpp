@@ -134,7 +134,7 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
   Stmt body = make_micro_kernel(std::move(mk));
   // The innermost tile loop decides which micro-panel stays in L1 across it: the B
   // panel (kc x NR) when m is innermost, the A panel (MR x kc) when n is.
-  if (s.inner_tile_loop == "m") {
+  if (s.inner_tile_loop == schedule::Axis::M) {
     body = make_for(m_tile, 0, ceil_div(Var(m.len), s.mr), ForKind::Serial, body);
     body = make_for(n_tile, 0, ceil_div(Var(n.len), s.nr), ForKind::Serial, body);
   } else {
@@ -144,23 +144,24 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
 
   // Block loops, innermost first, with each pack stage placed just inside the loop
   // that completes the block it copies.
-  auto position = [&](const std::string& axis) {
+  auto position = [&](schedule::Axis axis) {
     return std::find(s.loop_order.begin(), s.loop_order.end(), axis) - s.loop_order.begin();
   };
-  auto level_of = [&](const std::string& x, const std::string& y) {
+  auto level_of = [&](schedule::Axis x, schedule::Axis y) {
     return std::max(position(x), position(y));
   };
   for (int level = 2; level >= 0; --level) {
     std::vector<Stmt> stmts;
-    if (s.pack_b == PackB::PerBlock && level_of("n", "k") == level)
+    if (s.pack_b == PackB::PerBlock && level_of(schedule::Axis::N, schedule::Axis::K) == level)
       stmts.push_back(pack_stage(c.b, c.n, c.k, b_panel, 0, s.nr,
                                  {Var(n.begin), Var(n.len), c.n_extent, Var(k.begin), Var(k.len)}));
-    if (s.pack_a == PackA::Packed && level_of("m", "k") == level)
+    if (s.pack_a == PackA::Packed && level_of(schedule::Axis::M, schedule::Axis::K) == level)
       stmts.push_back(pack_stage(c.a, c.m, c.k, a_panel, 0, s.mr,
                                  {Var(m.begin), Var(m.len), c.m_extent, Var(k.begin), Var(k.len)}));
     stmts.push_back(body);
-    const std::string& axis = s.loop_order[level];
-    body = wrap_block_loop(axis == "n" ? n : axis == "k" ? k : m, make_block(std::move(stmts)));
+    const schedule::Axis axis = s.loop_order[level];
+    const BlockLoop& loop = axis == schedule::Axis::N ? n : axis == schedule::Axis::K ? k : m;
+    body = wrap_block_loop(loop, make_block(std::move(stmts)));
   }
   for (size_t i = c.batch_axes.size(); i-- > 0;)
     body = make_for(c.batch_axes[i], 0, c.batch_extents[i], ForKind::Serial, body);

@@ -16,18 +16,21 @@ namespace {
 
 Var parallel_loop(const schedule::MicroKernelSchedule& s, const ops::Contraction& c,
                   const LoopNest& nest) {
-  if (s.parallel == "m") return nest.m_block;
-  if (s.parallel == "n") return nest.n_block;
-  if (s.parallel == "batch" && !c.batch_axes.empty()) return c.batch_axes.front();
+  switch (s.parallel) {
+    case schedule::ParallelAxis::M: return nest.m_block;
+    case schedule::ParallelAxis::N: return nest.n_block;
+    case schedule::ParallelAxis::Batch: return c.batch_axes.front();  // bind() checked it exists
+    case schedule::ParallelAxis::None: return Var();
+  }
   return Var();
 }
 
 }  // namespace
 
-LoweredKernel lower(const te::Operator& op, const schedule::MicroKernelSchedule& s,
-                    const PassLogger& log) {
-  schedule::validate(s, op);
-  ops::Contraction c = ops::match_contraction(op);
+LoweredKernel lower(const schedule::BoundSchedule& bound, const PassLogger& log) {
+  const te::Operator& op = bound.op();
+  const schedule::MicroKernelSchedule& s = bound.schedule();
+  const ops::Contraction& c = bound.contraction();
   auto step = [&](const char* pass, const Stmt& stmt) {
     if (log) log(pass, to_string(stmt));
     return stmt;

@@ -37,8 +37,7 @@ struct LoweredKernel {
 // Called with (pass name, IR after it).
 using PassLogger = std::function<void(const std::string&, const std::string&)>;
 
-// Validates the schedule against the operator (throws dietcode::Error) and lowers.
-LoweredKernel lower(const te::Operator& op, const schedule::MicroKernelSchedule& s,
-                    const PassLogger& log = nullptr);
+// Lowers a schedule already checked against its operator (schedule::bind).
+LoweredKernel lower(const schedule::BoundSchedule& bound, const PassLogger& log = nullptr);
 
 }  // namespace dietcode::lower

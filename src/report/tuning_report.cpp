@@ -329,8 +329,9 @@ std::string kernels_section(const OperatorResult& op, const std::vector<ShapeRow
     table.push_back(
         {fmt::format("k{}", k), fmt::format("{} x {}", s.mr, s.nr),
          fmt::format("{} / {} / {}", s.kc, s.mc, s.nc),
-         fmt::format("{}", fmt::join(s.loop_order, ",")), s.parallel, s.inner_tile_loop,
-         std::to_string(s.unroll_k), s.pack_a == schedule::PackA::Packed ? "packed" : "direct",
+         schedule::to_string(s.loop_order), std::string(to_string(s.parallel)),
+         std::string(to_string(s.inner_tile_loop)), std::to_string(s.unroll_k),
+         s.pack_a == schedule::PackA::Packed ? "packed" : "direct",
          s.pack_b == schedule::PackB::Prepacked ? "prepacked" : "per block",
          std::to_string(shares[k].shapes), percent(shares[k].weight), shares[k].m_values});
   }
@@ -446,13 +447,13 @@ std::string operator_section(const OperatorResult& op, const OperatorBench& b, c
   size_t failed = std::count_if(op.records.begin(), op.records.end(),
                                 [](const tune::TuningRecord& r) { return !r.ok(); });
   std::set<std::string> origins;
-  for (const tune::TuningRecord& r : op.records) origins.insert(r.origin);
+  for (const tune::TuningRecord& r : op.records) origins.insert(std::string(to_string(r.origin)));
   std::string out =
       fmt::format("<section id=\"{}\">\n<h2>{}</h2>\n", escape_html(slug), escape_html(op.name));
   out += fmt::format(
       "<p><code>{}</code>; {} thread{}, ISA {}; {} tuning records ({} failed; origins: {}); "
       "{} micro-kernels selected.</p>\n",
-      escape_html(m.op.describe()), op.threads, op.threads > 1 ? "s" : "", escape_html(m.isa),
+      escape_html(m.op.describe()), op.threads, op.threads > 1 ? "s" : "", escape_html(std::string(to_string(m.isa))),
       op.records.size(), failed, escape_html(fmt::format("{}", fmt::join(origins, ", "))),
       m.kernels.size());
   out += tuning_curve_section(op, dir, slug);

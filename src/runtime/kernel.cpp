@@ -5,7 +5,6 @@
 
 #include "codegen/llvm/jit.h"
 #include "support/error.h"
-#include "support/hash.h"
 
 namespace dietcode::runtime {
 
@@ -27,12 +26,6 @@ struct PackedHeader {
 };
 static_assert(sizeof(PackedHeader) <= kHeaderFloats * sizeof(float));
 
-// FNV-1a of the schedule's JSON, computed once per kernel (runs are too short to hash
-// text on every call).
-uint64_t schedule_digest(const schedule::MicroKernelSchedule& s) {
-  return fnv1a64(schedule::to_json_text(s));
-}
-
 uint64_t layout_id(uint64_t digest, int64_t packed_elements) {
   return (digest ^ static_cast<uint64_t>(packed_elements)) * 1099511628211ULL;
 }
@@ -48,15 +41,20 @@ void check_tensor(const te::Operator& op, const std::string& name, const float* 
 }  // namespace
 
 Kernel Kernel::compile(const te::Operator& op, const schedule::MicroKernelSchedule& s) {
+  return compile(schedule::bind(s, op));
+}
+
+Kernel Kernel::compile(const schedule::BoundSchedule& bound) {
+  const schedule::MicroKernelSchedule& s = bound.schedule();
   if (!codegen::host_supports(s.isa))
-    user_error("schedule targets {} but this CPU ({}) only supports {}", s.isa,
-               codegen::host_target().cpu, codegen::host_target().isa);
+    user_error("schedule targets {} but this CPU ({}) only supports {}", to_string(s.isa),
+               codegen::host_target().cpu, to_string(codegen::host_target().isa));
   auto start = std::chrono::steady_clock::now();
   Kernel k;
-  k.op_ = op;
+  k.op_ = bound.op();
   k.schedule_ = s;
-  k.schedule_digest_ = schedule_digest(s);
-  k.lowered_ = lower::lower(op, s, [&](const std::string& pass, const std::string& ir) {
+  k.schedule_digest_ = s.digest();  // computed once: runs are too short to hash on every call
+  k.lowered_ = lower::lower(bound, [&](const std::string& pass, const std::string& ir) {
     k.pass_log_ += "// ---- after " + pass + "\n" + ir;
   });
   k.code_ = codegen::jit_compile(k.lowered_);

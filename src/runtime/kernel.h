@@ -40,8 +40,9 @@ struct RunOptions {
 
 class Kernel {
  public:
-  // Validates the schedule for the operator and the host (throws dietcode::Error),
-  // lowers and compiles it.
+  // Checks the schedule against the host (throws dietcode::Error), lowers and
+  // compiles it. The second form binds (validates) the schedule to the operator first.
+  static Kernel compile(const schedule::BoundSchedule& bound);
   static Kernel compile(const te::Operator& op, const schedule::MicroKernelSchedule& s);
 
   Kernel(Kernel&&) noexcept;

@@ -30,7 +30,7 @@ constexpr int kModuleFormatVersion = 1;
 
 struct ModuleSpec {
   ops::OperatorSpec op;
-  std::string isa;  // vector ISA the kernels need ("avx2", "avx512")
+  schedule::Isa isa = schedule::Isa::Avx2;  // the vector ISA the kernels need
   int threads = 1;  // threads the module was tuned for
   std::vector<schedule::MicroKernelSchedule> kernels;
   dispatch::DecisionTree dispatch;
@@ -53,7 +53,7 @@ ModuleSpec load_module_spec(const std::string& path);
 // The module with every micro-kernel refitted to another vector ISA (e.g. an AVX-512
 // module on an AVX2 host): same tiles where the registers allow, smaller ones where
 // not. Correct for every shape; not tuned for the new machine.
-ModuleSpec retarget(const ModuleSpec& m, const std::string& isa);
+ModuleSpec retarget(const ModuleSpec& m, schedule::Isa isa);
 
 // Constant weights pre-packed for every kernel of a module that wants them.
 struct PackedWeights {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "support/error.h"
+#include "support/int_math.h"
 #include "support/json.h"
 
 // The module file: JSON in and out, validation, atomic save, retargeting. No code
@@ -39,7 +40,7 @@ nlohmann::json to_json(const ModuleSpec& m) {
   return {{"format", kFormatName},
           {"version", kModuleFormatVersion},
           {"operator", ops::to_json(m.op)},
-          {"isa", m.isa},
+          {"isa", to_string(m.isa)},
           {"threads", m.threads},
           {"machine", m.machine.is_null() ? nlohmann::json::object() : m.machine},
           {"kernels", kernels},
@@ -65,8 +66,11 @@ ModuleSpec module_spec_from_json(const nlohmann::json& j, const std::string& wha
   }
   const nlohmann::json& isa = field(j, "isa", what);
   if (!isa.is_string()) user_error("{}: field 'isa' must be a string", what);
-  m.isa = isa.get<std::string>();
-  schedule::vector_isa(m.isa);  // known?
+  try {
+    m.isa = schedule::parse_isa(isa.get<std::string>());
+  } catch (const Error& e) {
+    user_error("{}: field 'isa': {}", what, e.what());
+  }
   const nlohmann::json& threads = field(j, "threads", what);
   if (!threads.is_number_integer() || threads.get<int64_t>() < 1 || threads.get<int64_t>() > 4096)
     user_error("{}: field 'threads' must be an integer in [1, 4096]", what);
@@ -78,13 +82,13 @@ ModuleSpec module_spec_from_json(const nlohmann::json& j, const std::string& wha
   for (size_t i = 0; i < kernels.size(); ++i) {
     try {
       m.kernels.push_back(schedule::schedule_from_json(kernels[i]));
-      schedule::validate(m.kernels.back(), op);
+      schedule::bind(m.kernels.back(), op);
     } catch (const Error& e) {
       user_error("{}: kernels[{}]: {}", what, i, e.what());
     }
     if (m.kernels.back().isa != m.isa)
       user_error("{}: kernels[{}] targets {} but the module is for {}", what, i,
-                 m.kernels.back().isa, m.isa);
+                 to_string(m.kernels.back().isa), to_string(m.isa));
   }
   try {
     m.dispatch =
@@ -147,12 +151,11 @@ ModuleSpec load_module_spec(const std::string& path) {
   return module_spec_from_json(parsed.value, path);
 }
 
-ModuleSpec retarget(const ModuleSpec& m, const std::string& isa) {
+ModuleSpec retarget(const ModuleSpec& m, schedule::Isa isa) {
   const schedule::VectorIsa& vec = schedule::vector_isa(isa);
   te::Operator op = m.op.build();
   ModuleSpec out = m;
   out.isa = isa;
-  auto round_up = [](int64_t x, int64_t k) { return (x + k - 1) / k * k; };
   for (schedule::MicroKernelSchedule& s : out.kernels) {
     schedule::MicroKernelSchedule t = s;
     t.isa = isa;
@@ -163,7 +166,7 @@ ModuleSpec retarget(const ModuleSpec& m, const std::string& isa) {
     t.mc = round_up(std::max(s.mc, t.mr), t.mr);
     t.nc = round_up(std::max(s.nc, t.nr), t.nr);
     try {
-      schedule::validate(t, op);
+      schedule::bind(t, op);
     } catch (const Error&) {
       // Tiles or blocks the new ISA or the operator does not allow after rounding: the
       // smallest tile, with a k-block that keeps the panels small.
@@ -173,7 +176,7 @@ ModuleSpec retarget(const ModuleSpec& m, const std::string& isa) {
       t.nc = vec.width;
       t.kc = std::min<int64_t>(t.kc, 256);
       t.pack_a = schedule::PackA::Packed;
-      schedule::validate(t, op);
+      schedule::bind(t, op);
     }
     s = t;
   }

@@ -5,36 +5,76 @@
 #include <set>
 
 #include "ir/affine.h"
-#include "ops/contraction.h"
 #include "support/error.h"
-#include "te/tensor.h"
+#include "support/hash.h"
+#include "support/int_math.h"
 
 namespace dietcode::schedule {
 
 using nlohmann::json;
 
-const VectorIsa& vector_isa(const std::string& name) {
-  static const VectorIsa avx2{"avx2", 8, 16};
-  static const VectorIsa avx512{"avx512", 16, 32};
-  if (name == "avx2") return avx2;
-  if (name == "avx512") return avx512;
-  user_error("unknown vector ISA '{}'; expected avx2 or avx512", name);
+std::string_view to_string(Target) {
+  return "cpu";
+}
+
+std::string_view to_string(Axis a) {
+  switch (a) {
+    case Axis::M: return "m";
+    case Axis::N: return "n";
+    case Axis::K: return "k";
+  }
+  return "?";
+}
+
+std::string_view to_string(ParallelAxis p) {
+  switch (p) {
+    case ParallelAxis::None: return "none";
+    case ParallelAxis::Batch: return "batch";
+    case ParallelAxis::M: return "m";
+    case ParallelAxis::N: return "n";
+  }
+  return "?";
+}
+
+std::string_view to_string(PackA p) {
+  return p == PackA::Packed ? "packed" : "direct";
+}
+
+std::string_view to_string(PackB p) {
+  return p == PackB::PerBlock ? "per_block" : "prepacked";
+}
+
+std::string to_string(const LoopOrder& order) {
+  std::string out;
+  for (Axis a : order) out += std::string(out.empty() ? "" : ",") + std::string(to_string(a));
+  return out;
+}
+
+uint64_t MicroKernelSchedule::digest() const {
+  Fnv1a h;
+  for (int64_t v : {int64_t(target), int64_t(isa), mr, nr, kc, mc, nc, int64_t(loop_order[0]),
+                    int64_t(loop_order[1]), int64_t(loop_order[2]), int64_t(parallel),
+                    int64_t(inner_tile_loop), unroll_k, int64_t(pack_a), int64_t(pack_b)})
+    h.add(v);
+  return h.value();
 }
 
 json to_json(const MicroKernelSchedule& s) {
-  return json{{"target", s.target},
-              {"isa", s.isa},
+  json order = json::array();
+  for (Axis a : s.loop_order) order.push_back(to_string(a));
+  return json{{"target", to_string(s.target)},
+              {"isa", to_string(s.isa)},
               {"mr", s.mr},
               {"nr", s.nr},
               {"kc", s.kc},
               {"mc", s.mc},
               {"nc", s.nc},
-              {"loop_order", s.loop_order},
-              {"parallel", s.parallel},
-              {"inner_tile_loop", s.inner_tile_loop},
+              {"loop_order", order},
+              {"parallel", to_string(s.parallel)},
+              {"inner_tile_loop", to_string(s.inner_tile_loop)},
               {"unroll_k", s.unroll_k},
-              {"pack_a", s.pack_a == PackA::Packed ? "packed" : "direct"},
-              {"pack_b", s.pack_b == PackB::PerBlock ? "per_block" : "prepacked"}};
+              {"pack_a", to_string(s.pack_a)},
+              {"pack_b", to_string(s.pack_b)}};
 }
 
 std::string to_json_text(const MicroKernelSchedule& s) {
@@ -63,6 +103,23 @@ std::string string_field(const json& j, const char* name) {
   return v.get<std::string>();
 }
 
+Axis parse_axis(const std::string& text) {
+  if (text == "m") return Axis::M;
+  if (text == "n") return Axis::N;
+  if (text == "k") return Axis::K;
+  user_error("schedule: unknown axis '{}' in loop_order; expected a permutation of m, n, k", text);
+}
+
+ParallelAxis parse_parallel(const std::string& text) {
+  if (text == "none") return ParallelAxis::None;
+  if (text == "batch") return ParallelAxis::Batch;
+  if (text == "m") return ParallelAxis::M;
+  if (text == "n") return ParallelAxis::N;
+  if (text == "k")
+    user_error("schedule: parallel axis 'k' is the reduction; expected none, batch, m or n");
+  user_error("schedule: unknown parallel axis '{}'; expected none, batch, m or n", text);
+}
+
 }  // namespace
 
 MicroKernelSchedule schedule_from_json(const json& j) {
@@ -73,10 +130,11 @@ MicroKernelSchedule schedule_from_json(const json& j) {
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) user_error("schedule JSON: unknown field '{}'", it.key());
   MicroKernelSchedule s;
-  s.target = string_field(j, "target");
-  if (s.target != "cpu")
-    user_error("schedule JSON: target '{}' is not supported; expected cpu", s.target);
-  s.isa = string_field(j, "isa");
+  std::string target = string_field(j, "target");
+  if (target != "cpu")
+    user_error("schedule JSON: target '{}' is not supported; expected cpu", target);
+  s.target = Target::Cpu;
+  s.isa = parse_isa(string_field(j, "isa"));
   s.mr = int_field(j, "mr");
   s.nr = int_field(j, "nr");
   s.kc = int_field(j, "kc");
@@ -86,13 +144,18 @@ MicroKernelSchedule schedule_from_json(const json& j) {
   if (!order.is_array())
     user_error("schedule JSON: field 'loop_order' is {}, expected a list like [\"n\",\"k\",\"m\"]",
                order.dump());
-  s.loop_order.clear();
+  std::vector<Axis> axes;
   for (const json& a : order) {
     if (!a.is_string()) user_error("schedule JSON: loop_order entry {} is not a string", a.dump());
-    s.loop_order.push_back(a.get<std::string>());
+    axes.push_back(parse_axis(a.get<std::string>()));
   }
-  s.parallel = string_field(j, "parallel");
-  s.inner_tile_loop = string_field(j, "inner_tile_loop");
+  if (axes.size() != 3) user_error("schedule: loop_order must name each of m, n, k exactly once");
+  std::copy(axes.begin(), axes.end(), s.loop_order.begin());
+  s.parallel = parse_parallel(string_field(j, "parallel"));
+  std::string inner = string_field(j, "inner_tile_loop");
+  if (inner != "m" && inner != "n")
+    user_error("schedule: unknown inner_tile_loop '{}'; expected m or n", inner);
+  s.inner_tile_loop = inner == "m" ? Axis::M : Axis::N;
   s.unroll_k = int_field(j, "unroll_k");
   std::string pa = string_field(j, "pack_a"), pb = string_field(j, "pack_b");
   if (pa != "packed" && pa != "direct")
@@ -143,19 +206,12 @@ void validate(const MicroKernelSchedule& s) {
     user_error("schedule: blocks mc={} nc={} kc={} need panels over 256 MiB", s.mc, s.nc, s.kc);
   if (s.unroll_k < 1 || s.unroll_k > 16)
     user_error("schedule: unroll_k = {} must be in [1, 16]", s.unroll_k);
-  std::vector<std::string> order = s.loop_order;
-  for (const std::string& a : order)
-    if (a != "m" && a != "n" && a != "k")
-      user_error("schedule: unknown axis '{}' in loop_order; expected a permutation of m, n, k", a);
-  std::sort(order.begin(), order.end());
-  if (order != std::vector<std::string>{"k", "m", "n"})
+  LoopOrder sorted = s.loop_order;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted != LoopOrder{Axis::M, Axis::N, Axis::K})
     user_error("schedule: loop_order must name each of m, n, k exactly once");
-  if (s.parallel == "k")
-    user_error("schedule: parallel axis 'k' is the reduction; expected none, batch, m or n");
-  if (s.inner_tile_loop != "m" && s.inner_tile_loop != "n")
-    user_error("schedule: unknown inner_tile_loop '{}'; expected m or n", s.inner_tile_loop);
-  if (s.parallel != "none" && s.parallel != "batch" && s.parallel != "m" && s.parallel != "n")
-    user_error("schedule: unknown parallel axis '{}'; expected none, batch, m or n", s.parallel);
+  if (s.inner_tile_loop == Axis::K)
+    user_error("schedule: inner_tile_loop 'k' is the reduction; expected m or n");
 }
 
 MaxExtents max_extents(const ops::Contraction& c, const te::Operator& op) {
@@ -165,11 +221,14 @@ MaxExtents max_extents(const ops::Contraction& c, const te::Operator& op) {
                     ir::evaluate_int(c.k_extent, at_max)};
 }
 
-void validate(const MicroKernelSchedule& s, const te::Operator& op) {
+BoundSchedule bind(const MicroKernelSchedule& s, const te::Operator& op) {
+  return bind(s, op, ops::match_contraction(op));
+}
+
+BoundSchedule bind(const MicroKernelSchedule& s, const te::Operator& op,
+                   const ops::Contraction& c) {
   validate(s);
-  ops::Contraction c = ops::match_contraction(op);
   MaxExtents ext = max_extents(c, op);
-  auto round_up = [](int64_t x, int64_t m) { return (x + m - 1) / m * m; };
   const VectorIsa& isa = vector_isa(s.isa);
   if (s.mr > ext.m)
     user_error("schedule: mr = {} is larger than any allowed M (at most {})", s.mr, ext.m);
@@ -186,7 +245,7 @@ void validate(const MicroKernelSchedule& s, const te::Operator& op) {
                round_up(ext.n, s.nr));
   if (s.kc > ext.k)
     user_error("schedule: kc = {} is larger than any allowed K (at most {})", s.kc, ext.k);
-  if (s.parallel == "batch" && c.batch_axes.empty())
+  if (s.parallel == ParallelAxis::Batch && c.batch_axes.empty())
     user_error("schedule: parallel axis 'batch' but operator {} has no batch axis", op.name);
   if (s.pack_a == PackA::Direct) {
     std::vector<ir::Var> vars = c.batch_axes;
@@ -210,6 +269,7 @@ void validate(const MicroKernelSchedule& s, const te::Operator& op) {
           user_error("schedule: pack_b 'prepacked' needs {} to be shared across the batch",
                      c.b.tensor.name());
   }
+  return BoundSchedule(s, op, c, ext);
 }
 
 }  // namespace dietcode::schedule

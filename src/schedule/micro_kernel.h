@@ -1,9 +1,9 @@
-// A CPU micro-kernel schedule, as data: the register tile, the cache blocks, the
-// loop order, the parallel axis, the k-unroll and the packing of each operand.
-// Schedules serialize to and from JSON (they are tuning records later) and are
-// validated against the vector ISA and the operator before anything is lowered.
+// A CPU micro-kernel schedule of a contraction, as typed data: the register tile, the
+// cache blocks, the loop order, the parallel axis, the k-unroll and the packing of each
+// operand. JSON is its form only at the boundaries (records, modules, the worker pipe,
+// the command line); inside, schedules are compared and hashed by their fields.
 //
-// Loop structure it describes (BLIS-style, with "n", "k", "m" in loop_order):
+// Loop structure it describes (BLIS-style, with N, K, M in loop_order):
 //
 //   for each of the three block loops, in loop_order:   n by nc, k by kc, m by mc
 //     [pack B block into NR-wide panels]   once n and k are bound (unless prepacked)
@@ -12,67 +12,112 @@
 //       for it: MR-tiles of the m block      (inner_tile_loop: which of jt, it is inner)
 //         micro-kernel MR x NR over the k block
 //
-// A GPU target will add thread/block bindings of the same tiles; the `target`
-// field is there so that records stay readable when it does.
+// Checking a schedule against its operator (bind) yields a BoundSchedule: the schedule
+// with the operator's matched contraction and largest extents, which is what lowering
+// consumes, so nothing is matched or validated twice.
+//
+// Schedule kinds. This is the kind for contractions on a CPU (`"kind"` is implied as
+// "contraction" in its JSON; `target` is "cpu"). Another kind (a fused attention
+// kernel, an elementwise/row-reduction kernel, a GPU binding of the same tiles) is a
+// struct of its own beside this one with the same four pieces: typed fields with
+// `operator==`, `digest()`, to/from JSON, and a bind() against its operator that yields
+// what its lowering needs; the tuner, records and modules then carry the kind's tag.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
-#include <vector>
+#include <string_view>
 
-namespace dietcode::te {
-struct Operator;
-}
-namespace dietcode::ops {
-struct Contraction;
-}
+#include "ops/contraction.h"
+#include "schedule/isa.h"
+#include "te/tensor.h"
 
 namespace dietcode::schedule {
 
-// The vector instruction set a schedule is shaped for.
-struct VectorIsa {
-  std::string name;   // "avx2" (AVX2 + FMA) or "avx512" (AVX-512F)
-  int64_t width;      // fp32 lanes per vector register
-  int64_t registers;  // architectural vector registers
-};
-// Throws dietcode::Error for an unknown name.
-const VectorIsa& vector_isa(const std::string& name);
+enum class Target : uint8_t { Cpu };
+// The three loop axes of a contraction's nest (batch axes are always outermost).
+enum class Axis : uint8_t { M, N, K };
+// The block loop whose iterations run as parallel tasks, or None.
+enum class ParallelAxis : uint8_t { None, Batch, M, N };
+enum class PackA : uint8_t { Packed, Direct };       // Direct: read A in place (affine access only)
+enum class PackB : uint8_t { PerBlock, Prepacked };  // Prepacked: constant B packed once, ahead of calls
 
-enum class PackA { Packed, Direct };       // Direct: read A in place (affine access only)
-enum class PackB { PerBlock, Prepacked };  // Prepacked: constant B packed once, ahead of calls
+using LoopOrder = std::array<Axis, 3>;  // outermost first, a permutation of M, N, K
+
+std::string_view to_string(Target t);
+std::string_view to_string(Axis a);
+std::string_view to_string(ParallelAxis p);
+std::string_view to_string(PackA p);
+std::string_view to_string(PackB p);
+std::string to_string(const LoopOrder& order);  // e.g. "n,k,m"
 
 struct MicroKernelSchedule {
-  std::string target = "cpu";
-  std::string isa = "avx2";
-  int64_t mr = 4, nr = 16;                             // register tile
-  int64_t kc = 256, mc = 64, nc = 256;                 // cache blocks
-  std::vector<std::string> loop_order{"n", "k", "m"};  // outermost first
-  std::string parallel = "m";                          // "none", "batch", "m" or "n": a block loop
-  std::string inner_tile_loop = "m";  // the innermost tile loop, "m" or "n" (see above)
+  Target target = Target::Cpu;
+  Isa isa = Isa::Avx2;
+  int64_t mr = 4, nr = 16;              // register tile
+  int64_t kc = 256, mc = 64, nc = 256;  // cache blocks
+  LoopOrder loop_order{Axis::N, Axis::K, Axis::M};
+  ParallelAxis parallel = ParallelAxis::M;
+  Axis inner_tile_loop = Axis::M;  // the innermost tile loop: M or N (see above)
   int64_t unroll_k = 4;
   PackA pack_a = PackA::Packed;
   PackB pack_b = PackB::PerBlock;
 
   bool operator==(const MicroKernelSchedule&) const = default;
+  // A stable 64-bit digest of the fields (FNV-1a over them in declaration order): the
+  // same on every run and machine, so it may key held-out splits and packed layouts.
+  uint64_t digest() const;
+};
+
+// For unordered containers keyed by schedule.
+struct ScheduleHash {
+  size_t operator()(const MicroKernelSchedule& s) const { return size_t(s.digest()); }
 };
 
 nlohmann::json to_json(const MicroKernelSchedule& s);
-// Throws dietcode::Error naming the field that is missing, mistyped or unknown.
+// Throws dietcode::Error naming the field that is missing, mistyped, unknown or out of
+// its set of names.
 MicroKernelSchedule schedule_from_json(const nlohmann::json& j);
 MicroKernelSchedule schedule_from_json_text(const std::string& text);
 std::string to_json_text(const MicroKernelSchedule& s);  // one line
 
-// Checks everything that does not depend on the operator: tile and register
-// budget, block sizes, loop order, parallel axis. Throws dietcode::Error saying why.
+// Checks everything that does not depend on the operator: tile and register budget,
+// block sizes, loop order, the inner tile loop. Throws dietcode::Error saying why.
 void validate(const MicroKernelSchedule& s);
-// Also checks the schedule against the operator: tiles no larger than any allowed
-// extent, packing choices the operands permit.
-void validate(const MicroKernelSchedule& s, const te::Operator& op);
 
 // The largest value each extent can take within the shape variables' declared ranges.
 struct MaxExtents {
   int64_t m, n, k;
 };
 MaxExtents max_extents(const ops::Contraction& c, const te::Operator& op);
+
+// A schedule validated against its operator, carrying what lowering needs.
+class BoundSchedule {
+ public:
+  const MicroKernelSchedule& schedule() const { return schedule_; }
+  const te::Operator& op() const { return op_; }
+  const ops::Contraction& contraction() const { return contraction_; }
+  const MaxExtents& max() const { return max_; }
+
+ private:
+  friend BoundSchedule bind(const MicroKernelSchedule&, const te::Operator&,
+                            const ops::Contraction&);
+  BoundSchedule(MicroKernelSchedule s, te::Operator op, ops::Contraction c, MaxExtents m)
+      : schedule_(s), op_(std::move(op)), contraction_(std::move(c)), max_(m) {}
+  MicroKernelSchedule schedule_;
+  te::Operator op_;
+  ops::Contraction contraction_;
+  MaxExtents max_;
+};
+
+// validate(s), then the schedule against the operator: tiles no larger than any allowed
+// extent, a parallel axis the operator has, packing choices the operands permit.
+// Throws dietcode::Error saying why. The second form reuses an already matched
+// contraction (the search space checks thousands of candidates of one operator).
+BoundSchedule bind(const MicroKernelSchedule& s, const te::Operator& op);
+BoundSchedule bind(const MicroKernelSchedule& s, const te::Operator& op,
+                   const ops::Contraction& c);
 
 }  // namespace dietcode::schedule

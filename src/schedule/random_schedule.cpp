@@ -9,23 +9,19 @@ namespace dietcode::schedule {
 
 namespace {
 
-// Not assigned from literals in the loop: GCC 12 warns falsely there (-Wrestrict, its bug 105329).
-const std::string kInnerLoops[2] = {"m", "n"};
-
 int64_t uniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
 }
 
 }  // namespace
 
-MicroKernelSchedule random_schedule(std::mt19937_64& rng, const std::string& isa_name,
-                                    const te::Operator& op) {
-  const VectorIsa& isa = vector_isa(isa_name);
+MicroKernelSchedule random_schedule(std::mt19937_64& rng, Isa isa_id, const te::Operator& op) {
+  const VectorIsa& isa = vector_isa(isa_id);
   ops::Contraction c = ops::match_contraction(op);
   MaxExtents ext = max_extents(c, op);
   for (int attempt = 0; attempt < 1000; ++attempt) {
     MicroKernelSchedule s;
-    s.isa = isa.name;
+    s.isa = isa_id;
     int64_t max_vectors =
         std::max<int64_t>(1, std::min<int64_t>((ext.n + isa.width - 1) / isa.width, 4));
     int64_t vectors = uniform(rng, 1, max_vectors);
@@ -36,23 +32,24 @@ MicroKernelSchedule random_schedule(std::mt19937_64& rng, const std::string& isa
     int64_t m_tiles = (ext.m + s.mr - 1) / s.mr, n_tiles = (ext.n + s.nr - 1) / s.nr;
     s.mc = s.mr * uniform(rng, 1, std::min<int64_t>(m_tiles, 32));
     s.nc = s.nr * uniform(rng, 1, std::min<int64_t>(n_tiles, 32));
-    s.loop_order = {"n", "k", "m"};
+    s.loop_order = {Axis::N, Axis::K, Axis::M};
     std::shuffle(s.loop_order.begin(), s.loop_order.end(), rng);
-    std::vector<std::string> par{"none", "m", "n"};
-    if (!c.batch_axes.empty()) par.push_back("batch");
+    std::vector<ParallelAxis> par{ParallelAxis::None, ParallelAxis::M, ParallelAxis::N};
+    if (!c.batch_axes.empty()) par.push_back(ParallelAxis::Batch);
     s.parallel = par[uniform(rng, 0, static_cast<int64_t>(par.size()) - 1)];
     s.unroll_k = std::vector<int64_t>{1, 2, 3, 4, 8}[uniform(rng, 0, 4)];
-    s.inner_tile_loop = kInnerLoops[uniform(rng, 0, 1)];
+    s.inner_tile_loop = uniform(rng, 0, 1) ? Axis::N : Axis::M;
     s.pack_a = uniform(rng, 0, 1) ? PackA::Packed : PackA::Direct;
     s.pack_b = (c.b.constant && uniform(rng, 0, 1)) ? PackB::Prepacked : PackB::PerBlock;
     try {
-      validate(s, op);
+      bind(s, op, c);
       return s;
     } catch (const Error&) {
       // e.g. direct A on a non-affine access, prepacked B shared across a batch: draw again
     }
   }
-  user_error("operator {}: no valid {} micro-kernel found in 1000 random draws", op.name, isa.name);
+  user_error("operator {}: no valid {} micro-kernel found in 1000 random draws", op.name,
+             isa.name);
 }
 
 }  // namespace dietcode::schedule

@@ -5,16 +5,9 @@
 #include <map>
 
 #include "ir/evaluate.h"
+#include "support/int_math.h"
 
 namespace dietcode::tune {
-
-namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-}  // namespace
 
 Extents ShapeExtents::at(const ops::Contraction& c, const te::Operator& op,
                          const std::vector<int64_t>& shape) {
@@ -39,9 +32,12 @@ double pad_ratio(const schedule::MicroKernelSchedule& s, const Extents& e) {
 }
 
 int64_t parallel_tasks(const schedule::MicroKernelSchedule& s, const Extents& e) {
-  if (s.parallel == "m") return ceil_div(e.m, s.mc);
-  if (s.parallel == "n") return ceil_div(e.n, s.nc);
-  if (s.parallel == "batch") return e.batch;
+  switch (s.parallel) {
+    case schedule::ParallelAxis::M: return ceil_div(e.m, s.mc);
+    case schedule::ParallelAxis::N: return ceil_div(e.n, s.nc);
+    case schedule::ParallelAxis::Batch: return e.batch;
+    case schedule::ParallelAxis::None: return 1;
+  }
   return 1;
 }
 

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "support/error.h"
+#include "support/int_math.h"
 
 namespace dietcode::tune {
 
@@ -18,10 +20,6 @@ constexpr double kL1Bytes = 32 * 1024.0, kL2Bytes = 1024 * 1024.0, kL3Bytes = 16
 
 void xgb_check(int rc, const char* what) {
   if (rc != 0) internal_error(__FILE__, __LINE__, std::string(what) + ": " + XGBGetLastError());
-}
-
-double ceil_div(double a, double b) {
-  return std::ceil(a / b);
 }
 
 }  // namespace
@@ -44,27 +42,29 @@ std::vector<float> micro_kernel_features(const schedule::MicroKernelSchedule& s,
   const schedule::VectorIsa& isa = schedule::vector_isa(s.isa);
   double vectors = double(s.nr / isa.width);
   double acc = double(s.mr) * vectors;
+  using schedule::Axis;
+  using schedule::ParallelAxis;
   double order[6] = {};
-  static const std::vector<std::vector<std::string>> orders = {
-      {"n", "k", "m"}, {"n", "m", "k"}, {"k", "n", "m"},
-      {"k", "m", "n"}, {"m", "n", "k"}, {"m", "k", "n"}};
-  for (size_t i = 0; i < orders.size(); ++i) order[i] = s.loop_order == orders[i] ? 1 : 0;
-  double tiles_m = ceil_div(double(e.m), double(s.mr)), tiles_n = ceil_div(double(e.n), double(s.nr));
+  static const schedule::LoopOrder orders[6] = {
+      {Axis::N, Axis::K, Axis::M}, {Axis::N, Axis::M, Axis::K}, {Axis::K, Axis::N, Axis::M},
+      {Axis::K, Axis::M, Axis::N}, {Axis::M, Axis::N, Axis::K}, {Axis::M, Axis::K, Axis::N}};
+  for (size_t i = 0; i < 6; ++i) order[i] = s.loop_order == orders[i] ? 1 : 0;
+  double tiles_m = double(ceil_div(e.m, s.mr)), tiles_n = double(ceil_div(e.n, s.nr));
   double tasks = double(parallel_tasks(s, e));
-  double k_blocks = ceil_div(double(e.k), double(s.kc));
+  double k_blocks = double(ceil_div(e.k, s.kc));
   double flops = std::max(e.flops(), 1.0);
   double kc_eff = double(std::min(s.kc, e.k));
   // C is read and written once per k-block per tile; A is packed once per (m, k) block
   // per n block (per_block B) and B per (n, k) block.
   double c_traffic = 8.0 * double(e.batch) * tiles_m * s.mr * tiles_n * s.nr * k_blocks;
-  double n_blocks = ceil_div(double(e.n), double(s.nc));
+  double n_blocks = double(ceil_div(e.n, s.nc));
   double a_pack = s.pack_a == schedule::PackA::Packed
                       ? 8.0 * double(e.batch) * double(e.m) * double(e.k) *
-                            (s.loop_order[0] == "n" ? n_blocks : 1.0)
+                            (s.loop_order[0] == Axis::N ? n_blocks : 1.0)
                       : 0.0;
   double b_pack = s.pack_b == schedule::PackB::PerBlock
                       ? 8.0 * double(e.batch) * double(e.n) * double(e.k) *
-                            (s.loop_order[0] == "m" ? ceil_div(double(e.m), double(s.mc)) : 1.0)
+                            (s.loop_order[0] == Axis::M ? double(ceil_div(e.m, s.mc)) : 1.0)
                       : 0.0;
   std::vector<float> f = {
       float(s.mr),
@@ -83,11 +83,11 @@ std::vector<float> micro_kernel_features(const schedule::MicroKernelSchedule& s,
       s.pack_b == schedule::PackB::Prepacked ? 1.f : 0.f,
       float(order[0]), float(order[1]), float(order[2]),
       float(order[3]), float(order[4]), float(order[5]),
-      s.parallel == "none" ? 1.f : 0.f,
-      s.parallel == "batch" ? 1.f : 0.f,
-      s.parallel == "m" ? 1.f : 0.f,
-      s.parallel == "n" ? 1.f : 0.f,
-      s.inner_tile_loop == "m" ? 1.f : 0.f,
+      s.parallel == ParallelAxis::None ? 1.f : 0.f,
+      s.parallel == ParallelAxis::Batch ? 1.f : 0.f,
+      s.parallel == ParallelAxis::M ? 1.f : 0.f,
+      s.parallel == ParallelAxis::N ? 1.f : 0.f,
+      s.inner_tile_loop == Axis::M ? 1.f : 0.f,
       float(double(s.mr) + vectors),
       float(2.0 * double(s.mr) * double(s.nr)),
       float(2.0 * double(s.mr) * double(s.nr) / (4.0 * (double(s.mr) + double(s.nr)))),
@@ -223,6 +223,84 @@ size_t best_fit_shape(const schedule::MicroKernelSchedule& s, const ShapeExtents
     }
   }
   return best;
+}
+
+CostModel::CostModel(const te::Operator& op, int threads)
+    : op_(op), c_(ops::match_contraction(op)), threads_(threads) {
+  occ_.cores = threads;
+}
+
+Extents CostModel::extents(const std::vector<int64_t>& shape) const {
+  return ShapeExtents::at(c_, op_, shape);
+}
+
+double CostModel::intrinsic_gflops(const TuningRecord& r) const {
+  Extents e = extents(r.shape);
+  return r.gflops / (occ_.occ(r.schedule, e) * pad_ratio(r.schedule, e));
+}
+
+void CostModel::fit(const std::vector<const TuningRecord*>& records) {
+  // occ first: samples of one kernel (by digest) at several task counts, padding divided out.
+  std::map<uint64_t, int> group;
+  std::vector<OccupancyModel::Sample> samples;
+  for (const TuningRecord* r : records) {
+    Extents e = extents(r->shape);
+    int g = group.emplace(r->schedule.digest(), int(group.size())).first->second;
+    samples.push_back({g, parallel_tasks(r->schedule, e), r->gflops / pad_ratio(r->schedule, e)});
+  }
+  occ_.fit(samples);
+  std::vector<std::vector<float>> x;
+  std::vector<double> y;
+  for (const TuningRecord* r : records) {
+    x.push_back(micro_kernel_features(r->schedule, extents(r->shape), threads_));
+    y.push_back(intrinsic_gflops(*r));
+  }
+  f_.train(x, y);
+}
+
+std::vector<std::vector<double>> CostModel::predict_generic(
+    const std::vector<schedule::MicroKernelSchedule>& kernels, const ShapeExtents& shapes) const {
+  std::vector<std::vector<float>> features;
+  features.reserve(kernels.size());
+  for (const auto& s : kernels)
+    features.push_back(micro_kernel_features(s, shapes[best_fit(s, shapes)], threads_));
+  std::vector<double> f = f_.predict(features);
+  std::vector<std::vector<double>> out(kernels.size(), std::vector<double>(shapes.size()));
+  for (size_t k = 0; k < kernels.size(); ++k)
+    for (size_t i = 0; i < shapes.size(); ++i)
+      out[k][i] = f[k] * occ_.occ(kernels[k], shapes[i]) * pad_ratio(kernels[k], shapes[i]);
+  return out;
+}
+
+std::vector<std::vector<double>> CostModel::predict_at_shapes(
+    const std::vector<schedule::MicroKernelSchedule>& kernels,
+    const std::vector<std::vector<int64_t>>& shapes) const {
+  std::vector<Extents> ext;
+  for (const auto& s : shapes) ext.push_back(extents(s));
+  std::vector<std::vector<float>> x;
+  for (const auto& k : kernels)
+    for (const auto& e : ext) x.push_back(micro_kernel_features(k, e, threads_));
+  std::vector<double> f = f_.predict(x);
+  std::vector<std::vector<double>> out(kernels.size(), std::vector<double>(shapes.size()));
+  for (size_t k = 0; k < kernels.size(); ++k)
+    for (size_t s = 0; s < shapes.size(); ++s)
+      out[k][s] = f[k * shapes.size() + s] * occ_.occ(kernels[k], ext[s]) *
+                  pad_ratio(kernels[k], ext[s]);
+  return out;
+}
+
+std::vector<double> CostModel::predict_records(
+    const std::vector<const TuningRecord*>& records) const {
+  std::vector<std::vector<float>> x;
+  std::vector<Extents> ext;
+  for (const TuningRecord* r : records) {
+    ext.push_back(extents(r->shape));
+    x.push_back(micro_kernel_features(r->schedule, ext.back(), threads_));
+  }
+  std::vector<double> out = f_.predict(x);
+  for (size_t i = 0; i < records.size(); ++i)
+    out[i] *= occ_.occ(records[i]->schedule, ext[i]) * pad_ratio(records[i]->schedule, ext[i]);
+  return out;
 }
 
 }  // namespace dietcode::tune

@@ -6,7 +6,9 @@
 //   ThroughputModel         f_MK: XGBoost regression (Debian's libxgboost, C API) from
 //                           features to intrinsic throughput; a constant until trained
 //                           on enough measurements
-//   CostModel               both halves together, over a fixed list of shapes
+//   CostModel               f_MK, occ and pad together for one operator: fitting on
+//                           records and every prediction the search, the selection,
+//                           the report and the model evaluation use
 #pragma once
 
 #include <memory>
@@ -16,6 +18,7 @@
 #include "ops/contraction.h"
 #include "schedule/micro_kernel.h"
 #include "tune/analysis.h"
+#include "tune/records.h"
 
 namespace dietcode::tune {
 
@@ -58,5 +61,54 @@ double pairwise_ranking_accuracy(const std::vector<double>& predicted,
 // the larger shape, by FLOP count): where its measurement says most about f_MK.
 size_t best_fit_shape(const schedule::MicroKernelSchedule& s, const ShapeExtents& shapes,
                       const OccupancyModel& occ);
+
+// The whole cost model of one operator at a thread count.
+//
+// Two forms of prediction, on purpose:
+//   predict_generic    DietCode's: f_MK is a property of the micro-kernel alone, its
+//                      features evaluated once at the kernel's S*, scaled to each shape
+//                      by occ * pad. One f_MK per candidate, so the search can score
+//                      a population of thousands over all shapes in one batch.
+//   predict_at_shapes  f_MK's features evaluated at each shape (k-remainders, cache
+//                      footprints and task counts of that shape), times occ * pad.
+//                      Sharper where few candidates meet many shapes: selection, the
+//                      probe plan, the dispatch of undeclared shapes, the evaluation.
+// Both return GFLOP/s as [kernel][shape].
+class CostModel {
+ public:
+  CostModel(const te::Operator& op, int threads);
+
+  // Fits occ's exponent on kernels measured at several task counts, then f_MK on the
+  // intrinsic throughput of every record.
+  void fit(const std::vector<const TuningRecord*>& records);
+
+  std::vector<std::vector<double>> predict_generic(
+      const std::vector<schedule::MicroKernelSchedule>& kernels, const ShapeExtents& shapes) const;
+  std::vector<std::vector<double>> predict_at_shapes(
+      const std::vector<schedule::MicroKernelSchedule>& kernels,
+      const std::vector<std::vector<int64_t>>& shapes) const;
+  // Each record's kernel at the record's shape (predict_at_shapes, one batch).
+  std::vector<double> predict_records(const std::vector<const TuningRecord*>& records) const;
+
+  // A measurement's intrinsic throughput: GFLOP/s / (occ * pad), what f_MK learns.
+  double intrinsic_gflops(const TuningRecord& r) const;
+  Extents extents(const std::vector<int64_t>& shape) const;
+  // The shape of `shapes` where a measurement of `s` says most about f_MK (see
+  // best_fit_shape).
+  size_t best_fit(const schedule::MicroKernelSchedule& s, const ShapeExtents& shapes) const {
+    return best_fit_shape(s, shapes, occ_);
+  }
+
+  const OccupancyModel& occupancy() const { return occ_; }
+  const ThroughputModel& throughput() const { return f_; }
+  int threads() const { return threads_; }
+
+ private:
+  te::Operator op_;
+  ops::Contraction c_;
+  int threads_;
+  OccupancyModel occ_;
+  ThroughputModel f_;
+};
 
 }  // namespace dietcode::tune

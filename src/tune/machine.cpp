@@ -15,7 +15,7 @@ bool MachineInfo::same_as(const MachineInfo& o) const {
 }
 
 std::string MachineInfo::describe() const {
-  return fmt::format("{} ({}, {}, {} cores)", cpu_model, llvm_cpu, isa, cores);
+  return fmt::format("{} ({}, {}, {} cores)", cpu_model, llvm_cpu, to_string(isa), cores);
 }
 
 MachineInfo this_machine() {
@@ -40,7 +40,7 @@ MachineInfo this_machine() {
 }
 
 nlohmann::json to_json(const MachineInfo& m) {
-  return {{"cpu_model", m.cpu_model}, {"llvm_cpu", m.llvm_cpu}, {"isa", m.isa},
+  return {{"cpu_model", m.cpu_model}, {"llvm_cpu", m.llvm_cpu}, {"isa", to_string(m.isa)},
           {"features", m.features},   {"cores", m.cores}};
 }
 
@@ -50,7 +50,7 @@ MachineInfo machine_from_json(const nlohmann::json& j) {
   try {
     m.cpu_model = j.at("cpu_model").get<std::string>();
     m.llvm_cpu = j.at("llvm_cpu").get<std::string>();
-    m.isa = j.at("isa").get<std::string>();
+    m.isa = schedule::parse_isa(j.at("isa").get<std::string>());
     m.features = j.value("features", std::string());
     const nlohmann::json& cores = j.at("cores");
     if (!cores.is_number_integer() || cores.get<int64_t>() < 1 || cores.get<int64_t>() > 1 << 20)

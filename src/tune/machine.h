@@ -5,12 +5,14 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "schedule/isa.h"
+
 namespace dietcode::tune {
 
 struct MachineInfo {
   std::string cpu_model;  // /proc/cpuinfo "model name"
   std::string llvm_cpu;   // LLVM's name for the host CPU, e.g. "znver4"
-  std::string isa;        // widest vector ISA used: "avx2" or "avx512"
+  schedule::Isa isa = schedule::Isa::Avx2;  // widest vector ISA used
   std::string features;   // LLVM feature string of the host
   int cores = 1;          // logical CPUs this process may use
 

@@ -102,10 +102,26 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
+std::string_view to_string(Origin o) {
+  switch (o) {
+    case Origin::Joint: return "joint";
+    case Origin::Probe: return "probe";
+    case Origin::Calibration: return "calibration";
+    case Origin::PerShape: return "per-shape";
+  }
+  return "?";
+}
+
+Origin parse_origin(std::string_view text) {
+  for (Origin o : {Origin::Joint, Origin::Probe, Origin::Calibration, Origin::PerShape})
+    if (text == to_string(o)) return o;
+  user_error("record: unknown origin '{}'; expected joint, probe, calibration or per-shape", text);
+}
+
 nlohmann::json to_json(const TuningRecord& r) {
   nlohmann::json j = {{"schedule", schedule::to_json(r.schedule)},
                       {"shape", r.shape},
-                      {"origin", r.origin},
+                      {"origin", to_string(r.origin)},
                       {"seconds", r.seconds},
                       {"gflops", r.gflops},
                       {"max_rel_err", r.max_rel_err},
@@ -134,8 +150,10 @@ TuningRecord record_from_json(const nlohmann::json& j) {
     r.shape.push_back(v.get<int64_t>());
   }
   r.unix_time = integer("unix_time");
+  if (!j.contains("origin") || !j["origin"].is_string())
+    user_error("record: field 'origin' must be a string");
+  r.origin = parse_origin(j["origin"].get<std::string>());
   try {
-    r.origin = j.at("origin").get<std::string>();
     r.seconds = j.at("seconds").get<double>();
     r.gflops = j.at("gflops").get<double>();
     r.max_rel_err = j.at("max_rel_err").get<double>();

@@ -24,10 +24,22 @@ namespace dietcode::tune {
 
 constexpr int kRecordsFormatVersion = 1;
 
+// Why a measurement was made (its JSON name in quotes).
+enum class Origin : uint8_t {
+  Joint,        // "joint": a candidate of the joint search, measured at its S*
+  Probe,        // "probe": a measured kernel measured again on a declared shape
+  Calibration,  // "calibration": a kernel at 1, 2, 3 tasks, to fit occ's exponent
+  PerShape,     // "per-shape": a candidate of the per-shape (Ansor-style) baseline
+};
+std::string_view to_string(Origin o);
+Origin parse_origin(std::string_view text);  // throws dietcode::Error
+// Joint-run trials: what counts against `--trials` of a joint run.
+inline bool is_joint_trial(Origin o) { return o != Origin::PerShape; }
+
 struct TuningRecord {
   schedule::MicroKernelSchedule schedule;
   std::vector<int64_t> shape;
-  std::string origin;  // "joint", "per-shape", "calibration"
+  Origin origin = Origin::Joint;
   double seconds = 0;  // median time of one call; 0 when error is set
   double gflops = 0;
   double max_rel_err = 0;

@@ -6,23 +6,12 @@
 
 namespace dietcode::tune {
 
-std::vector<std::vector<double>> predict_all_shapes(
-    const SearchContext& ctx, const std::vector<schedule::MicroKernelSchedule>& candidates) {
-  const ShapeExtents& shapes = ctx.space->extents();
-  std::vector<std::vector<float>> features;
-  features.reserve(candidates.size());
-  for (const auto& s : candidates)
-    features.push_back(
-        micro_kernel_features(s, shapes[best_fit_shape(s, shapes, *ctx.occ)], ctx.threads));
-  std::vector<double> f = ctx.model->predict(features);
-  std::vector<std::vector<double>> out(candidates.size(), std::vector<double>(shapes.size()));
-  for (size_t c = 0; c < candidates.size(); ++c)
-    for (size_t i = 0; i < shapes.size(); ++i)
-      out[c][i] = f[c] * ctx.occ->occ(candidates[c], shapes[i]) * pad_ratio(candidates[c], shapes[i]);
-  return out;
-}
-
 namespace {
+
+std::vector<std::vector<double>> predict(const SearchContext& ctx,
+                                         const std::vector<schedule::MicroKernelSchedule>& pop) {
+  return ctx.model->predict_generic(pop, ctx.space->extents());
+}
 
 // Fitness of each candidate; the exponent sharpens selection as the model learns.
 std::vector<double> fitness(const SearchContext& ctx,
@@ -49,10 +38,10 @@ size_t roulette(const std::vector<double>& cumulative, std::mt19937_64& rng) {
 }
 
 void dedupe(std::vector<schedule::MicroKernelSchedule>& pop) {
-  std::set<std::string> seen;
+  ScheduleSet seen;
   std::vector<schedule::MicroKernelSchedule> out;
   for (auto& s : pop)
-    if (seen.insert(schedule::to_json_text(s)).second) out.push_back(std::move(s));
+    if (seen.insert(s).second) out.push_back(std::move(s));
   pop = std::move(out);
 }
 
@@ -60,8 +49,8 @@ void dedupe(std::vector<schedule::MicroKernelSchedule>& pop) {
 
 std::vector<schedule::MicroKernelSchedule> propose_batch(
     const SearchContext& ctx, const SearchParams& params,
-    const std::vector<schedule::MicroKernelSchedule>& seeds,
-    const std::set<std::string>& measured, int count, std::mt19937_64& rng) {
+    const std::vector<schedule::MicroKernelSchedule>& seeds, const ScheduleSet& measured,
+    int count, std::mt19937_64& rng) {
   const SearchSpace& space = *ctx.space;
   const ShapeExtents& shapes = space.extents();
   // Initial population: the measured winners, then fresh samples.
@@ -73,7 +62,7 @@ std::vector<schedule::MicroKernelSchedule> propose_batch(
 
   std::uniform_real_distribution<double> unit(0, 1);
   for (int g = 0; g < params.generations; ++g) {
-    std::vector<std::vector<double>> predicted = predict_all_shapes(ctx, pop);
+    std::vector<std::vector<double>> predicted = predict(ctx, pop);
     std::vector<double> fit = fitness(ctx, predicted);
     std::vector<double> cumulative(fit.size());
     std::partial_sum(fit.begin(), fit.end(), cumulative.begin());
@@ -107,16 +96,16 @@ std::vector<schedule::MicroKernelSchedule> propose_batch(
   }
 
   // The batch: the best unmeasured candidates, with a few random ones for exploration.
-  std::vector<std::vector<double>> predicted = predict_all_shapes(ctx, pop);
+  std::vector<std::vector<double>> predicted = predict(ctx, pop);
   std::vector<double> fit = fitness(ctx, predicted);
   std::vector<size_t> order(pop.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return fit[a] > fit[b]; });
   std::vector<schedule::MicroKernelSchedule> pool;
-  std::set<std::string> chosen = measured;
+  ScheduleSet chosen = measured;
   for (size_t i : order) {
     if (int(pool.size()) >= params.top_pool) break;
-    if (chosen.insert(schedule::to_json_text(pop[i])).second) pool.push_back(pop[i]);
+    if (chosen.insert(pop[i]).second) pool.push_back(pop[i]);
   }
   int random_count = int(std::round(count * params.random_fraction));
   std::vector<schedule::MicroKernelSchedule> batch;
@@ -126,7 +115,7 @@ std::vector<schedule::MicroKernelSchedule> propose_batch(
   }
   for (int tries = 0; int(batch.size()) < count && tries < 100 * count; ++tries) {
     schedule::MicroKernelSchedule s = space.sample(rng);
-    if (chosen.insert(schedule::to_json_text(s)).second) batch.push_back(s);
+    if (chosen.insert(s).second) batch.push_back(s);
   }
   return batch;
 }

@@ -16,8 +16,7 @@
 #pragma once
 
 #include <random>
-#include <set>
-#include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "tune/cost_model.h"
@@ -40,26 +39,22 @@ struct SearchParams {
   double shape_probe_fraction = 0.25;
 };
 
-// What the search knows: the cost model's two halves and the shapes' weights.
+using ScheduleSet = std::unordered_set<schedule::MicroKernelSchedule, schedule::ScheduleHash>;
+
+// What the search knows: the space, the cost model (its predict_generic form) and the
+// shapes' weights.
 struct SearchContext {
   const SearchSpace* space = nullptr;
-  const ThroughputModel* model = nullptr;
-  const OccupancyModel* occ = nullptr;
+  const CostModel* model = nullptr;
   std::vector<double> weights;  // per shape in space->extents()
-  int threads = 1;
   int64_t trials_so_far = 0;
 };
 
-// The predicted throughput (GFLOP/s) of each candidate on each shape: f_MK at the
-// candidate's S* times occ * pad at each shape. [candidate][shape].
-std::vector<std::vector<double>> predict_all_shapes(
-    const SearchContext& ctx, const std::vector<schedule::MicroKernelSchedule>& candidates);
-
-// One round: up to `count` new candidates (not in `measured`, keyed by schedule JSON).
+// One round: up to `count` new candidates (none of them in `measured`).
 // `seeds`: measured schedules, best first, to start the population from.
 std::vector<schedule::MicroKernelSchedule> propose_batch(
     const SearchContext& ctx, const SearchParams& params,
-    const std::vector<schedule::MicroKernelSchedule>& seeds,
-    const std::set<std::string>& measured, int count, std::mt19937_64& rng);
+    const std::vector<schedule::MicroKernelSchedule>& seeds, const ScheduleSet& measured,
+    int count, std::mt19937_64& rng);
 
 }  // namespace dietcode::tune

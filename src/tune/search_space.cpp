@@ -3,19 +3,15 @@
 #include <algorithm>
 
 #include "support/error.h"
+#include "support/int_math.h"
 
 namespace dietcode::tune {
 
 namespace {
 
+using schedule::Axis;
 using schedule::MicroKernelSchedule;
-
-int64_t round_up(int64_t x, int64_t m) {
-  return (x + m - 1) / m * m;
-}
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
+using schedule::ParallelAxis;
 
 template <typename T>
 const T& pick(std::mt19937_64& rng, const std::vector<T>& v) {
@@ -36,13 +32,9 @@ void unique_sorted(std::vector<int64_t>& v) {
 // least this large; a block that overflows a little is still sampled, just less often).
 constexpr int64_t kL1Bytes = 32 * 1024, kL2Bytes = 1024 * 1024;
 
-// Named, not assigned from literals: GCC 12 warns falsely (-Wrestrict, its bug 105329)
-// on short literal assignments to std::string.
-const std::string kAxisM = "m", kAxisN = "n";
-
 }  // namespace
 
-SearchSpace::SearchSpace(const te::Operator& op, std::string isa, int threads,
+SearchSpace::SearchSpace(const te::Operator& op, schedule::Isa isa, int threads,
                          std::vector<std::vector<int64_t>> shapes, SpaceKind kind)
     : op_(op),
       c_(ops::match_contraction(op)),
@@ -72,7 +64,7 @@ bool SearchSpace::valid(const MicroKernelSchedule& s) const {
        (max_.n % s.nr == 0 && max_.n % s.nc != 0)))
     return false;
   try {
-    schedule::validate(s, op_);
+    schedule::bind(s, op_, c_);
     return true;
   } catch (const Error&) {
     return false;
@@ -172,16 +164,16 @@ std::vector<int64_t> SearchSpace::nc_choices(int64_t nr, int64_t kc, const Exten
 }
 
 void SearchSpace::sample_knobs(std::mt19937_64& rng, MicroKernelSchedule& s) const {
-  static const std::vector<std::vector<std::string>> orders = {
-      {"n", "k", "m"}, {"n", "m", "k"}, {"k", "n", "m"},
-      {"k", "m", "n"}, {"m", "n", "k"}, {"m", "k", "n"}};
+  static const std::vector<schedule::LoopOrder> orders = {
+      {Axis::N, Axis::K, Axis::M}, {Axis::N, Axis::M, Axis::K}, {Axis::K, Axis::N, Axis::M},
+      {Axis::K, Axis::M, Axis::N}, {Axis::M, Axis::N, Axis::K}, {Axis::M, Axis::K, Axis::N}};
   // The BLIS order n, k, m is the usual winner; the others stay reachable.
   s.loop_order = chance(rng, 0.6) ? orders[0] : pick(rng, orders);
-  std::vector<std::string> parallel = {"n", "m"};
-  if (!c_.batch_axes.empty()) parallel.push_back("batch");
-  if (threads_ == 1) parallel.push_back("none");
+  std::vector<ParallelAxis> parallel = {ParallelAxis::N, ParallelAxis::M};
+  if (!c_.batch_axes.empty()) parallel.push_back(ParallelAxis::Batch);
+  if (threads_ == 1) parallel.push_back(ParallelAxis::None);
   s.parallel = pick(rng, parallel);
-  s.inner_tile_loop = chance(rng, 0.5) ? kAxisM : kAxisN;
+  s.inner_tile_loop = chance(rng, 0.5) ? Axis::M : Axis::N;
   s.unroll_k = pick(rng, std::vector<int64_t>{1, 2, 4, 4, 8});
   s.pack_a = chance(rng, 0.5) ? schedule::PackA::Packed : schedule::PackA::Direct;
 }
@@ -190,7 +182,7 @@ MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
   bool prepack = c_.b.constant;
   for (int attempt = 0; attempt < 1000; ++attempt) {
     MicroKernelSchedule s;
-    s.isa = vec_.name;
+    s.isa = vec_.isa;
     int64_t v = pick(rng, vector_choices(nullptr));
     std::vector<int64_t> mrs = mr_choices(v, nullptr);
     if (mrs.empty()) continue;
@@ -210,13 +202,13 @@ MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
   }
   // Report why with a representative schedule.
   MicroKernelSchedule s;
-  s.isa = vec_.name;
+  s.isa = vec_.isa;
   s.mr = 1;
   s.nr = vec_.width;
   s.kc = std::max<int64_t>(1, std::min<int64_t>(256, max_.k));
   s.mc = 1;
   s.nc = vec_.width;
-  schedule::validate(s, op_);
+  schedule::bind(s, op_, c_);
   user_error("operator {}: the search space has no valid micro-kernel", op_.name);
 }
 

@@ -6,7 +6,7 @@
 //   Divisors      Ansor's (the per-shape baseline): tile sizes drawn from the divisors
 //                 of one concrete shape's extents.
 //
-// Both sample valid schedules (every result passes schedule::validate) and mutate one:
+// Both sample valid schedules (every result passes schedule::bind) and mutate one:
 // given a shape the caller picked (slow shapes more often), move factors between the
 // tile levels of one axis so the schedule fits that shape better.
 #pragma once
@@ -28,7 +28,7 @@ class SearchSpace {
  public:
   // `shapes`: the shapes tuned for (one shape for Divisors). Throws dietcode::Error if
   // no micro-kernel is valid for the operator.
-  SearchSpace(const te::Operator& op, std::string isa, int threads,
+  SearchSpace(const te::Operator& op, schedule::Isa isa, int threads,
               std::vector<std::vector<int64_t>> shapes, SpaceKind kind);
 
   schedule::MicroKernelSchedule sample(std::mt19937_64& rng) const;

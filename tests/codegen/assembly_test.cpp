@@ -10,7 +10,7 @@ using namespace dietcode;
 
 namespace {
 
-std::string assembly_for(const std::string& isa, int64_t nr) {
+std::string assembly_for(schedule::Isa isa, int64_t nr) {
   schedule::MicroKernelSchedule s;
   s.isa = isa;
   s.mr = 6;
@@ -20,7 +20,7 @@ std::string assembly_for(const std::string& isa, int64_t nr) {
   s.nc = nr * 8;
   s.unroll_k = 4;
   s.pack_b = schedule::PackB::Prepacked;
-  lower::LoweredKernel k = lower::lower(ops::dense(1, 128, 768, 768), s);
+  lower::LoweredKernel k = lower::lower(schedule::bind(s, ops::dense(1, 128, 768, 768)));
   return codegen::assembly_text(k, codegen::target_for_isa(isa));
 }
 
@@ -57,7 +57,7 @@ int stack_vector_lines(const std::string& text, const std::string& reg) {
 }  // namespace
 
 TEST(Assembly, Avx512TileUsesZmmFmas) {
-  std::string a = assembly_for("avx512", 64);  // 6 x 4 zmm accumulators
+  std::string a = assembly_for(schedule::Isa::Avx512, 64);  // 6 x 4 zmm accumulators
   // 6 rows x 4 vectors x 4 unrolled k-steps in the main loop, plus the remainder loop.
   EXPECT_GE(fma_lines(a, "zmm"), 6 * 4 * 4 + 6 * 4);
   EXPECT_EQ(fma_lines(a, "ymm"), 0);
@@ -65,7 +65,7 @@ TEST(Assembly, Avx512TileUsesZmmFmas) {
 }
 
 TEST(Assembly, Avx2TileUsesYmmAndNoZmm) {
-  std::string a = assembly_for("avx2", 16);  // 6 x 2 ymm accumulators
+  std::string a = assembly_for(schedule::Isa::Avx2, 16);  // 6 x 2 ymm accumulators
   EXPECT_EQ(occurrences(a, "zmm"), 0);
   EXPECT_GE(fma_lines(a, "ymm"), 6 * 2 * 4 + 6 * 2);
   EXPECT_EQ(stack_vector_lines(a, "ymm"), 0) << "vector registers spilled";

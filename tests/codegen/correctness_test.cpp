@@ -49,18 +49,18 @@ std::vector<OperatorCase> operator_cases() {
   };
 }
 
-std::vector<std::string> isas() {
-  std::vector<std::string> v{"avx2"};
-  if (codegen::host_supports("avx512")) v.push_back("avx512");
+std::vector<schedule::Isa> isas() {
+  std::vector<schedule::Isa> v{schedule::Isa::Avx2};
+  if (codegen::host_supports(schedule::Isa::Avx512)) v.push_back(schedule::Isa::Avx512);
   return v;
 }
 
-class GeneratedCode : public ::testing::TestWithParam<std::tuple<OperatorCase, std::string>> {};
+class GeneratedCode : public ::testing::TestWithParam<std::tuple<OperatorCase, schedule::Isa>> {};
 
 TEST_P(GeneratedCode, MatchesReferenceForEveryShape) {
   const auto& [op_case, isa] = GetParam();
   te::Operator op = op_case.make();
-  std::mt19937_64 rng(std::hash<std::string>{}(op_case.name + isa));
+  std::mt19937_64 rng(std::hash<std::string>{}(op_case.name + std::string(to_string(isa))));
   std::vector<reference::CheckCase> cases;
   for (int64_t m : kSizes) cases.push_back(reference::make_check_case(op, {m}, rng));
   for (int i = 0; i < kSchedulesPerOperator; ++i) {
@@ -78,18 +78,18 @@ INSTANTIATE_TEST_SUITE_P(AllOperators, GeneratedCode,
                          ::testing::Combine(::testing::ValuesIn(operator_cases()),
                                             ::testing::ValuesIn(isas())),
                          [](const auto& info) {
-                           return std::get<0>(info.param).name + "_" + std::get<1>(info.param);
+                           return std::get<0>(info.param).name + "_" + std::string(to_string(std::get<1>(info.param)));
                          });
 
 schedule::MicroKernelSchedule parallel_schedule() {
   schedule::MicroKernelSchedule s;
   s.isa = codegen::host_target().isa;
   s.mr = 4;
-  s.nr = s.isa == "avx512" ? 32 : 16;
+  s.nr = s.isa == schedule::Isa::Avx512 ? 32 : 16;
   s.kc = 40;
   s.mc = 8;
   s.nc = s.nr * 2;
-  s.parallel = "m";
+  s.parallel = schedule::ParallelAxis::M;
   s.pack_b = schedule::PackB::Prepacked;
   return s;
 }

@@ -146,7 +146,7 @@ TEST(DispatchCodegen, RefusesAMalformedTree) {
 
 TEST(DispatchCodegen, LlvmIrIsCompareAndBranch) {
   DecisionTree t = DecisionTree::fit({{1}, {8}, {16}, {32}}, {0, 1, 2, 1});
-  for (const std::string isa : {"avx2", "avx512"}) {
+  for (schedule::Isa isa : {schedule::Isa::Avx2, schedule::Isa::Avx512}) {
     std::string ir = dispatch::dispatcher_llvm_ir(t, codegen::target_for_isa(isa));
     EXPECT_NE(ir.find("define i32 @select(ptr"), std::string::npos) << ir;
     EXPECT_NE(ir.find("icmp sle i64"), std::string::npos) << ir;

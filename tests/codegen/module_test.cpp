@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 
 // A hand-made module: three kernels, M <= 4 to the first, <= 40 to the second, the rest
 // to the third. Dense N=72 (not a multiple of 16), K=40, bias + GELU.
-runtime::ModuleSpec hand_module(const std::string& isa) {
+runtime::ModuleSpec hand_module(schedule::Isa isa) {
   runtime::ModuleSpec m;
   m.op.op = "dense";
   m.op.n = 72;
@@ -37,7 +37,7 @@ runtime::ModuleSpec hand_module(const std::string& isa) {
   k1.pack_b = schedule::PackB::Prepacked;
   auto k2 = testing::make_schedule(isa, 5, 2 * w, 16, 20, 2 * w);
   k2.pack_b = schedule::PackB::Prepacked;
-  k2.parallel = "n";
+  k2.parallel = schedule::ParallelAxis::N;
   auto k3 = testing::make_schedule(isa, 3, w, 32, 12, 5 * w);  // B packed per block
   m.kernels = {k1, k2, k3};
   std::vector<std::vector<int64_t>> shapes;
@@ -169,10 +169,10 @@ TEST_F(ModuleApiTest, BadFilesAreRefused) {
 }
 
 TEST_F(ModuleApiTest, AnotherIsaIsRefusedOrRetargeted) {
-  if (codegen::host_supports("avx512")) {
+  if (codegen::host_supports(schedule::Isa::Avx512)) {
     // Emulate the foreign module by retargeting this host's module to AVX2 and back
     // through the function the loader uses: every kernel must still be correct.
-    runtime::ModuleSpec avx2 = runtime::retarget(hand_module("avx512"), "avx2");
+    runtime::ModuleSpec avx2 = runtime::retarget(hand_module(schedule::Isa::Avx512), schedule::Isa::Avx2);
     for (const auto& k : avx2.kernels) EXPECT_NO_THROW(schedule::validate(k));
     std::string p = (dir_ / "avx2.json").string();
     runtime::save_module_spec(avx2, p);
@@ -182,7 +182,7 @@ TEST_F(ModuleApiTest, AnotherIsaIsRefusedOrRetargeted) {
     for (int64_t M : {1, 5, 41, 100}) EXPECT_LT(check(m, avx2, M, packed.get(), in), 1e-5);
   } else {
     std::string p = (dir_ / "avx512.json").string();
-    runtime::save_module_spec(hand_module("avx512"), p);
+    runtime::save_module_spec(hand_module(schedule::Isa::Avx512), p);
     EXPECT_USER_ERROR(Module::load(p), "which this CPU");
     LoadOptions o;
     o.retarget_to_host = true;
@@ -190,7 +190,7 @@ TEST_F(ModuleApiTest, AnotherIsaIsRefusedOrRetargeted) {
     auto in = weights_and_bias(m);
     auto packed = m.prepack(in[0].data(), int64_t(in[0].size()));
     for (int64_t M : {1, 5, 41, 100})
-      EXPECT_LT(check(m, runtime::retarget(hand_module("avx512"), "avx2"), M, packed.get(), in), 1e-5);
+      EXPECT_LT(check(m, runtime::retarget(hand_module(schedule::Isa::Avx512), schedule::Isa::Avx2), M, packed.get(), in), 1e-5);
   }
 }
 

@@ -18,7 +18,7 @@ using namespace dietcode;
 namespace {
 
 schedule::MicroKernelSchedule small_schedule() {
-  return dietcode::testing::make_schedule("avx2", 2, 8, 8, 4, 16);
+  return dietcode::testing::make_schedule(schedule::Isa::Avx2, 2, 8, 8, 4, 16);
 }
 
 struct Fixture {
@@ -116,9 +116,9 @@ TEST(Errors, OperatorsThatAreNotContractions) {
 }
 
 TEST(Errors, ScheduleForAnIsaTheHostLacks) {
-  if (codegen::host_supports("avx512")) GTEST_SKIP() << "this host runs AVX-512 code";
+  if (codegen::host_supports(schedule::Isa::Avx512)) GTEST_SKIP() << "this host runs AVX-512 code";
   schedule::MicroKernelSchedule s = small_schedule();
-  s.isa = "avx512";
+  s.isa = schedule::Isa::Avx512;
   s.nr = 16;
   s.nc = 32;
   EXPECT_USER_ERROR(runtime::Kernel::compile(ops::dense(1, 16, 32, 10), s), "only supports avx2");

@@ -36,7 +36,7 @@ dispatch::DecisionTree split(int64_t m_max, std::vector<int64_t> bounds) {
   return dispatch::DecisionTree::fit(shapes, labels);
 }
 
-runtime::ModuleSpec dense_gelu(const std::string& isa) {
+runtime::ModuleSpec dense_gelu(schedule::Isa isa) {
   const int64_t w = schedule::vector_isa(isa).width;
   runtime::ModuleSpec m;
   m.op.op = "dense";
@@ -52,7 +52,7 @@ runtime::ModuleSpec dense_gelu(const std::string& isa) {
   k0.pack_b = schedule::PackB::Prepacked;
   auto k1 = make_schedule(isa, 5, 2 * w, 16, 20, 2 * w);
   k1.pack_b = schedule::PackB::Prepacked;
-  k1.parallel = "n";
+  k1.parallel = schedule::ParallelAxis::N;
   auto k2 = make_schedule(isa, 3, w, 32, 12, 4 * w);
   m.kernels = {k0, k1, k2};
   m.dispatch = split(64, {4, 40});
@@ -60,7 +60,7 @@ runtime::ModuleSpec dense_gelu(const std::string& isa) {
   return m;
 }
 
-runtime::ModuleSpec dense_plain(const std::string& isa) {
+runtime::ModuleSpec dense_plain(schedule::Isa isa) {
   const int64_t w = schedule::vector_isa(isa).width;
   runtime::ModuleSpec m;
   m.op.op = "dense";
@@ -71,15 +71,15 @@ runtime::ModuleSpec dense_plain(const std::string& isa) {
   m.isa = isa;
   auto k0 = make_schedule(isa, 2, w, 17, 4, w);
   auto k1 = make_schedule(isa, 4, 2 * w, 8, 8, 2 * w);
-  k1.loop_order = {"k", "n", "m"};
-  k1.inner_tile_loop = "n";
+  k1.loop_order = {schedule::Axis::K, schedule::Axis::N, schedule::Axis::M};
+  k1.inner_tile_loop = schedule::Axis::N;
   m.kernels = {k0, k1};
   m.dispatch = split(16, {6});
   m.provenance = {{"mode", "hand"}};
   return m;
 }
 
-runtime::ModuleSpec bmm_nt(const std::string& isa) {
+runtime::ModuleSpec bmm_nt(schedule::Isa isa) {
   const int64_t w = schedule::vector_isa(isa).width;
   runtime::ModuleSpec m;
   m.op.op = "batch_matmul";
@@ -91,7 +91,7 @@ runtime::ModuleSpec bmm_nt(const std::string& isa) {
   m.op.m_max = 32;
   m.isa = isa;
   auto k0 = make_schedule(isa, 3, w, 16, 6, w);
-  k0.parallel = "batch";
+  k0.parallel = schedule::ParallelAxis::Batch;
   auto k1 = make_schedule(isa, 6, 2 * w, 8, 12, 2 * w);
   m.kernels = {k0, k1};
   m.dispatch = split(32, {10});
@@ -108,11 +108,11 @@ int main(int argc, char** argv) {
   }
   try {
     const std::string dir = argv[1];
-    const std::string isa = codegen::host_target().isa;
+    const schedule::Isa isa = codegen::host_target().isa;
     runtime::save_module_spec(dense_gelu(isa), dir + "/dense_gelu.json");
     runtime::save_module_spec(dense_plain(isa), dir + "/dense_plain.json");
     runtime::save_module_spec(bmm_nt(isa), dir + "/bmm_nt.json");
-    runtime::save_module_spec(dense_gelu("avx2"), dir + "/dense_gelu_avx2.json");
+    runtime::save_module_spec(dense_gelu(schedule::Isa::Avx2), dir + "/dense_gelu_avx2.json");
     // Read back: the files must be valid modules (validated schedules, tree).
     for (const char* f : {"dense_gelu", "dense_plain", "bmm_nt", "dense_gelu_avx2"})
       runtime::load_module_spec(dir + "/" + f + ".json");

@@ -18,7 +18,7 @@
 
 namespace dietcode::report::testing {
 
-inline schedule::MicroKernelSchedule sample_schedule(const std::string& isa, int64_t mr, int64_t nr,
+inline schedule::MicroKernelSchedule sample_schedule(schedule::Isa isa, int64_t mr, int64_t nr,
                                                      int64_t kc) {
   schedule::MicroKernelSchedule s;
   s.isa = isa;
@@ -46,7 +46,7 @@ inline std::vector<schedule::MicroKernelSchedule> fastest_schedules(
   return out;
 }
 
-inline runtime::ModuleSpec module_with_bands(const ops::OperatorSpec& op, const std::string& isa,
+inline runtime::ModuleSpec module_with_bands(const ops::OperatorSpec& op, schedule::Isa isa,
                                              std::vector<schedule::MicroKernelSchedule> kernels,
                                              const std::vector<int64_t>& band_ends) {
   runtime::ModuleSpec m;
@@ -82,7 +82,7 @@ inline TuningReportInput sample_input(const std::string& records_path,
   // The random-search records are all at large M (each kernel's best-fitting shape), so
   // most declared shapes have no measurement: the page must say so.
   qkv.module =
-      module_with_bands(qkv.module.op, "avx512", fastest_schedules(qkv.records, 3), {16, 64, 128});
+      module_with_bands(qkv.module.op, schedule::Isa::Avx512, fastest_schedules(qkv.records, 3), {16, 64, 128});
   qkv.module.provenance = {{"tool", "dietcode 0.1.0"},
                            {"mode", "joint"},
                            {"records", records_path},
@@ -130,12 +130,12 @@ inline TuningReportInput sample_input(const std::string& records_path,
   small.module.op.instances = {{1, 4}, {8, 2}, {16, 1}, {33, 0.5}};
   std::vector<schedule::MicroKernelSchedule> kernels;
   for (int64_t mr = 1; mr <= 6; ++mr)
-    for (int64_t nr : {8, 16, 24}) kernels.push_back(sample_schedule("avx2", mr, nr, 64));
+    for (int64_t nr : {8, 16, 24}) kernels.push_back(sample_schedule(schedule::Isa::Avx2, mr, nr, 64));
   for (size_t i = 0; i < 60; ++i) {
     tune::TuningRecord r;
     r.schedule = kernels[(i * 7) % kernels.size()];
     r.shape = {small.module.op.instances[i % 4].value};
-    r.origin = i % 4 == 3 ? "probe" : "joint";
+    r.origin = i % 4 == 3 ? tune::Origin::Probe : tune::Origin::Joint;
     double m = double(r.shape[0]);
     r.gflops = 40 * m / (m + 4) * (0.6 + 0.08 * double(r.schedule.mr)) + double(i % 5);
     r.seconds = 2 * m * 96 * 64 / (r.gflops * 1e9);
@@ -145,7 +145,7 @@ inline TuningReportInput sample_input(const std::string& records_path,
     }
     small.records.push_back(r);
   }
-  small.module = module_with_bands(small.module.op, "avx2", {kernels[3], kernels[14]}, {8, 40});
+  small.module = module_with_bands(small.module.op, schedule::Isa::Avx2, {kernels[3], kernels[14]}, {8, 40});
   small.module.provenance = {{"mode", "joint"}, {"trials", 60}};
   small.threads = 2;
   in.operators.push_back(small);
@@ -154,7 +154,7 @@ inline TuningReportInput sample_input(const std::string& records_path,
   untuned.name = "untuned";
   untuned.module.op.m_min = 1;
   untuned.module.op.m_max = 8;
-  untuned.module = module_with_bands(untuned.module.op, "avx2", {kernels[0]}, {8});
+  untuned.module = module_with_bands(untuned.module.op, schedule::Isa::Avx2, {kernels[0]}, {8});
   in.operators.push_back(untuned);
   return in;
 }

@@ -51,7 +51,7 @@ tune::TuningRecord record(int64_t m, double gflops, const std::string& error = "
   r.shape = {m};
   r.gflops = gflops;
   r.error = error;
-  r.origin = "joint";
+  r.origin = tune::Origin::Joint;
   return r;
 }
 

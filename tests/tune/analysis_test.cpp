@@ -12,22 +12,22 @@ namespace {
 using testing::make_schedule;
 
 TEST(PadRatio, CountsPaddedTileWork) {
-  auto s = make_schedule("avx512", 4, 32, 64, 8, 64);
+  auto s = make_schedule(schedule::Isa::Avx512, 4, 32, 64, 8, 64);
   EXPECT_DOUBLE_EQ(pad_ratio(s, {1, 8, 64, 16}), 1.0);
   // M = 5 on 4-row tiles: 8 rows computed for 5 useful; N = 40 on 32 wide: 64 for 40.
   EXPECT_DOUBLE_EQ(pad_ratio(s, {1, 5, 40, 16}), (5.0 * 40.0) / (8.0 * 64.0));
 }
 
 TEST(ParallelTasks, FollowTheParallelAxis) {
-  auto s = make_schedule("avx512", 4, 32, 64, 8, 64);
+  auto s = make_schedule(schedule::Isa::Avx512, 4, 32, 64, 8, 64);
   Extents e{3, 20, 200, 16};
-  s.parallel = "m";
+  s.parallel = schedule::ParallelAxis::M;
   EXPECT_EQ(parallel_tasks(s, e), 3);  // ceil(20 / 8)
-  s.parallel = "n";
+  s.parallel = schedule::ParallelAxis::N;
   EXPECT_EQ(parallel_tasks(s, e), 4);  // ceil(200 / 64)
-  s.parallel = "batch";
+  s.parallel = schedule::ParallelAxis::Batch;
   EXPECT_EQ(parallel_tasks(s, e), 3);
-  s.parallel = "none";
+  s.parallel = schedule::ParallelAxis::None;
   EXPECT_EQ(parallel_tasks(s, e), 1);
 }
 
@@ -63,14 +63,14 @@ TEST(Occupancy, NoInformationKeepsTheIdealExponent) {
 TEST(BestFitShape, TiesGoToTheLargerShape) {
   te::Operator op = ops::dense(1, 64, 128, 64);
   ShapeExtents shapes(op, {{3}, {6}, {12}, {13}, {5}});
-  auto s = make_schedule("avx512", 3, 16, 64, 6, 32);
+  auto s = make_schedule(schedule::Isa::Avx512, 3, 16, 64, 6, 32);
   OccupancyModel occ{1, 1.0};
   // pad is 1 for M = 3, 6, 12: the largest, 12 (index 2), wins.
   EXPECT_EQ(best_fit_shape(s, shapes, occ), 2u);
 }
 
 TEST(Features, OneValuePerNameAndFinite) {
-  auto s = make_schedule("avx2", 6, 16, 256, 48, 128);
+  auto s = make_schedule(schedule::Isa::Avx2, 6, 16, 256, 48, 128);
   std::vector<float> f = micro_kernel_features(s, {1, 100, 768, 768}, 2);
   ASSERT_EQ(f.size(), feature_names().size());
   for (float v : f) EXPECT_TRUE(std::isfinite(v));

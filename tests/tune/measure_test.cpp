@@ -33,7 +33,7 @@ MeasureOptions options() {
 }
 
 schedule::MicroKernelSchedule kernel(int64_t mr) {
-  const std::string isa = codegen::host_target().isa;
+  const schedule::Isa isa = codegen::host_target().isa;
   auto s = testing::make_schedule(isa, mr, schedule::vector_isa(isa).width, 32, mr * 2, 32);
   s.pack_b = schedule::PackB::Prepacked;
   return s;

@@ -29,9 +29,9 @@ class RecordsTest : public ::testing::Test {
   RecordFile::Options options() const { return {path_, {{"op", "test"}}, machine_}; }
   static TuningRecord record(int i) {
     TuningRecord r;
-    r.schedule = testing::make_schedule("avx2", 1 + i % 4, 16, 64, 4 * (1 + i % 4), 32);
+    r.schedule = testing::make_schedule(schedule::Isa::Avx2, 1 + i % 4, 16, 64, 4 * (1 + i % 4), 32);
     r.shape = {i + 1};
-    r.origin = "joint";
+    r.origin = tune::Origin::Joint;
     r.seconds = 1e-3 * (i + 1);
     r.gflops = 10.0 + i;
     r.compile_seconds = 0.01;

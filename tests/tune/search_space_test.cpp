@@ -21,20 +21,20 @@ std::vector<std::vector<int64_t>> range(int64_t lo, int64_t hi) {
 
 TEST(SearchSpace, ShapeGenericSamplesAreValidAndNotDivisors) {
   te::Operator op = ops::dense(1, 128, 2304, 768);
-  for (const std::string isa : {"avx2", "avx512"}) {
+  for (schedule::Isa isa : {schedule::Isa::Avx2, schedule::Isa::Avx512}) {
     SearchSpace space(op, isa, 2, range(1, 128), SpaceKind::ShapeGeneric);
     std::mt19937_64 rng(1);
     std::set<int64_t> mrs;
     int not_dividing_128 = 0;
     for (int i = 0; i < 2000; ++i) {
       schedule::MicroKernelSchedule s = space.sample(rng);
-      EXPECT_NO_THROW(schedule::validate(s, op)) << schedule::to_json_text(s);
+      EXPECT_NO_THROW(schedule::bind(s, op)) << schedule::to_json_text(s);
       EXPECT_EQ(s.isa, isa);
       mrs.insert(s.mr);
       if (128 % s.mr != 0) ++not_dividing_128;
       auto child = space.mutate(rng, s, i % 128);
       if (child) {
-        EXPECT_NO_THROW(schedule::validate(*child, op)) << schedule::to_json_text(*child);
+        EXPECT_NO_THROW(schedule::bind(*child, op)) << schedule::to_json_text(*child);
       }
     }
     EXPECT_GT(not_dividing_128, 300);  // 3, 5, 6, 7, 9 ... rows: tiles of no one shape
@@ -44,9 +44,9 @@ TEST(SearchSpace, ShapeGenericSamplesAreValidAndNotDivisors) {
 
 TEST(SearchSpace, MutationMovesTowardTheChosenShape) {
   te::Operator op = ops::dense(1, 128, 2304, 768);
-  SearchSpace space(op, "avx512", 1, range(1, 128), SpaceKind::ShapeGeneric);
+  SearchSpace space(op, schedule::Isa::Avx512, 1, range(1, 128), SpaceKind::ShapeGeneric);
   std::mt19937_64 rng(3);
-  auto s = testing::make_schedule("avx512", 8, 32, 256, 64, 256);
+  auto s = testing::make_schedule(schedule::Isa::Avx512, 8, 32, 256, 64, 256);
   s.pack_b = schedule::PackB::Prepacked;
   // Toward M = 7 (index 6): some mutation reaches a tile that covers 7 rows exactly.
   bool exact = false;
@@ -57,7 +57,7 @@ TEST(SearchSpace, MutationMovesTowardTheChosenShape) {
 
 TEST(SearchSpace, DivisorSpaceDividesTheShape) {
   te::Operator op = ops::dense(1, 128, 2304, 768);
-  SearchSpace space(op, "avx512", 2, {{24}}, SpaceKind::Divisors);
+  SearchSpace space(op, schedule::Isa::Avx512, 2, {{24}}, SpaceKind::Divisors);
   std::mt19937_64 rng(2);
   for (int i = 0; i < 500; ++i) {
     schedule::MicroKernelSchedule s = space.sample(rng);
@@ -78,30 +78,27 @@ TEST(SearchSpace, NoValidMicroKernelIsAClearError) {
   // batch_matmul with a changing B cannot pre-pack; N = 1 still admits a tile, so use an
   // operator whose K is fine but ask for an ISA the validator rejects.
   te::Operator op = ops::dense(1, 8, 64, 64);
-  EXPECT_USER_ERROR(SearchSpace(op, "sse2", 1, range(1, 8), SpaceKind::ShapeGeneric),
-                    "sse2");
-  EXPECT_USER_ERROR(SearchSpace(op, "avx2", 1, {}, SpaceKind::ShapeGeneric), "no shapes");
+  EXPECT_USER_ERROR(SearchSpace(op, schedule::Isa::Avx2, 1, {}, SpaceKind::ShapeGeneric), "no shapes");
 }
 
 TEST(Search, ProposesNewValidCandidates) {
   te::Operator op = ops::dense(1, 32, 256, 128);
-  SearchSpace space(op, "avx512", 1, range(1, 32), SpaceKind::ShapeGeneric);
-  ThroughputModel model;
-  OccupancyModel occ{1, 1.0};
-  SearchContext ctx{&space, &model, &occ, std::vector<double>(32, 1.0), 1, 0};
+  SearchSpace space(op, schedule::Isa::Avx512, 1, range(1, 32), SpaceKind::ShapeGeneric);
+  CostModel model(op, 1);  // untrained: f_MK is a constant, ranking falls to occ * pad
+  SearchContext ctx{&space, &model, std::vector<double>(32, 1.0), 0};
   SearchParams params;
   params.population = 128;
   std::mt19937_64 rng(4);
-  std::set<std::string> measured;
+  ScheduleSet measured;
   auto first = propose_batch(ctx, params, {}, measured, 20, rng);
   ASSERT_EQ(first.size(), 20u);
   for (const auto& s : first) {
-    EXPECT_NO_THROW(schedule::validate(s, op));
-    EXPECT_TRUE(measured.insert(schedule::to_json_text(s)).second) << "duplicate in a batch";
+    EXPECT_NO_THROW(schedule::bind(s, op));
+    EXPECT_TRUE(measured.insert(s).second) << "duplicate in a batch";
   }
   auto second = propose_batch(ctx, params, first, measured, 20, rng);
   for (const auto& s : second)
-    EXPECT_FALSE(measured.count(schedule::to_json_text(s))) << "proposed a measured kernel again";
+    EXPECT_FALSE(measured.count(s)) << "proposed a measured kernel again";
 }
 
 }  // namespace

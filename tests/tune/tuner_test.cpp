@@ -125,7 +125,7 @@ TEST_F(TunerTest, PerShapeBaselineTunesEachShapeAlone) {
   ASSERT_EQ(r.shape_seconds.size(), 2u);
   RecordFile f = RecordFile::open({o.records_path, workload_json(o.op, 1), this_machine()});
   for (const TuningRecord& rec : f.records()) {
-    EXPECT_EQ(rec.origin, "per-shape");
+    EXPECT_EQ(rec.origin, Origin::PerShape);
     int64_t M = rec.shape[0];
     EXPECT_TRUE(M == 5 || M == 24);
     EXPECT_EQ(M % rec.schedule.mr, 0) << "divisor space";

@@ -13,8 +13,8 @@ using namespace dietcode;
 namespace {
 
 schedule::MicroKernelSchedule schedule_for_dense() {
-  schedule::MicroKernelSchedule s = dietcode::testing::make_schedule("avx2", 6, 16, 128, 24, 64);
-  s.parallel = "m";
+  schedule::MicroKernelSchedule s = dietcode::testing::make_schedule(schedule::Isa::Avx2, 6, 16, 128, 24, 64);
+  s.parallel = schedule::ParallelAxis::M;
   return s;
 }
 
@@ -39,14 +39,14 @@ TEST(Contraction, FindsAxesOperandsAndEpilogue) {
 
 TEST(Lower, PassesAreLoggedInOrder) {
   std::vector<std::string> passes;
-  lower::lower(ops::dense(1, 128, 256, 256), schedule_for_dense(),
+  lower::lower(schedule::bind(schedule_for_dense(), ops::dense(1, 128, 256, 256)),
                [&](const std::string& pass, const std::string&) { passes.push_back(pass); });
   EXPECT_EQ(passes, (std::vector<std::string>{"reference_loops", "build_loop_nest", "mark_parallel",
                                               "insert_packing", "simplify"}));
 }
 
 TEST(Lower, PackedScheduleHasPanelsMicroKernelAndOneParallelLoop) {
-  lower::LoweredKernel k = lower::lower(ops::dense(1, 128, 256, 256), schedule_for_dense());
+  lower::LoweredKernel k = lower::lower(schedule::bind(schedule_for_dense(), ops::dense(1, 128, 256, 256)));
   EXPECT_EQ(count(k.compute.body, ir::StmtKind::PackStage), 0)
       << "insert_packing leaves no markers";
   EXPECT_EQ(count(k.compute.body, ir::StmtKind::MicroKernel), 1);
@@ -61,7 +61,7 @@ TEST(Lower, PackedScheduleHasPanelsMicroKernelAndOneParallelLoop) {
 
 TEST(Lower, PanelsPackedInsideTheParallelLoopAreAllocatedPerTask) {
   // Order n, k, m with parallel m: B is packed once, outside; A per task, inside.
-  lower::LoweredKernel k = lower::lower(ops::dense(1, 128, 256, 256), schedule_for_dense());
+  lower::LoweredKernel k = lower::lower(schedule::bind(schedule_for_dense(), ops::dense(1, 128, 256, 256)));
   const ir::Stmt& body = k.compute.body;
   ASSERT_EQ(body.kind(), ir::StmtKind::Allocate);
   EXPECT_EQ(body.as<ir::AllocateNode>()->buffer.name(), "W_panel");
@@ -78,7 +78,7 @@ TEST(Lower, PrepackedScheduleProducesAPrepackProgram) {
   schedule::MicroKernelSchedule s = schedule_for_dense();
   s.pack_b = schedule::PackB::Prepacked;
   s.pack_a = schedule::PackA::Direct;
-  lower::LoweredKernel k = lower::lower(ops::dense(1, 128, 250, 256), s);
+  lower::LoweredKernel k = lower::lower(schedule::bind(s, ops::dense(1, 128, 250, 256)));
   EXPECT_TRUE(k.prepacked_b);
   EXPECT_EQ(k.prepacked_input, 1);
   EXPECT_EQ(k.compute.buffers[1].name(), "W_packed");
@@ -92,7 +92,7 @@ TEST(Lower, ArbitraryContractionLowersWithoutChanges) {
   schedule::MicroKernelSchedule s = schedule_for_dense();
   s.kc = 15;
   s.nc = 32;
-  EXPECT_NO_THROW(lower::lower(op, s));
+  EXPECT_NO_THROW(lower::lower(schedule::bind(s, op)));
   s.pack_a = schedule::PackA::Direct;
-  EXPECT_USER_ERROR(lower::lower(op, s), "not affine");
+  EXPECT_USER_ERROR(lower::lower(schedule::bind(s, op)), "not affine");
 }

@@ -33,7 +33,7 @@ int run_export(ExportCommand c) {
   exporter::ExportResult r = exporter::export_module(spec, c.options);
   if (!c.quiet)
     fmt::print("{}: {} as {} ({} micro-kernels, {})\n  header  {}\n", c.module, spec.op.describe(),
-               r.library, spec.kernels.size(), spec.isa, r.header);
+               r.library, spec.kernels.size(), to_string(spec.isa), r.header);
   return 0;
 }
 

@@ -26,15 +26,16 @@ int run_inspect(const InspectOptions& o) {
   te::Operator op = o.op.build();
   schedule::MicroKernelSchedule s = schedule::schedule_from_json_text(o.schedule_json);
   codegen::CpuTarget target =
-      o.isa.empty() ? codegen::host_target() : codegen::target_for_isa(o.isa);
+      o.isa.empty() ? codegen::host_target() : codegen::target_for_isa(schedule::parse_isa(o.isa));
+  schedule::BoundSchedule bound = schedule::bind(s, op);
   if (o.what == "loops") {
     fmt::print("{}", op.describe());
-    lower::lower(op, s, [](const std::string& pass, const std::string& ir) {
+    lower::lower(bound, [](const std::string& pass, const std::string& ir) {
       fmt::print("// ---- after {}\n{}", pass, ir);
     });
     return 0;
   }
-  lower::LoweredKernel k = lower::lower(op, s);
+  lower::LoweredKernel k = lower::lower(bound);
   if (o.what == "llvm")
     fmt::print("{}", codegen::llvm_ir_text(k, target, true));
   else if (o.what == "llvm-unoptimized")

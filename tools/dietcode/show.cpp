@@ -32,7 +32,7 @@ int run_show(const ShowOptions& o) {
     if (o.what == "summary") {
       fmt::print("module {}\n", o.module);
       fmt::print("  operator  {}\n", spec.op.describe());
-      fmt::print("  target    {} ({} threads); tuned on {}\n", spec.isa, spec.threads,
+      fmt::print("  target    {} ({} threads); tuned on {}\n", to_string(spec.isa), spec.threads,
                  runtime::info_text(spec.machine, "cpu_model", "?"));
       for (auto& [k, v] : spec.provenance.items())
         fmt::print("  {:<9} {}\n", k, v.is_string() ? v.get<std::string>() : v.dump());
@@ -43,8 +43,8 @@ int run_show(const ShowOptions& o) {
         const auto& s = spec.kernels[i];
         fmt::print("  kernel {}: {}x{} tile, kc={} mc={} nc={}, order {}{}{}, parallel {}, A {}, "
                    "{} declared shapes\n    {}\n",
-                   i, s.mr, s.nr, s.kc, s.mc, s.nc, s.loop_order[0], s.loop_order[1],
-                   s.loop_order[2], s.parallel,
+                   i, s.mr, s.nr, s.kc, s.mc, s.nc, to_string(s.loop_order[0]),
+                   to_string(s.loop_order[1]), to_string(s.loop_order[2]), to_string(s.parallel),
                    s.pack_a == schedule::PackA::Packed ? "packed" : "read in place",
                    served[int(i)], schedule::to_json_text(s));
       }
@@ -58,13 +58,14 @@ int run_show(const ShowOptions& o) {
   int k = spec.dispatch.select({o.m});
   fmt::print("; M = {} dispatches to kernel {}: {}\n", o.m, k,
              schedule::to_json_text(spec.kernels[k]));
+  schedule::BoundSchedule bound = schedule::bind(spec.kernels[k], op);
   if (o.what == "loops") {
-    lower::lower(op, spec.kernels[k], [](const std::string& pass, const std::string& ir) {
+    lower::lower(bound, [](const std::string& pass, const std::string& ir) {
       fmt::print("; after {}\n{}\n", pass, ir);
     });
     return 0;
   }
-  lower::LoweredKernel lowered = lower::lower(op, spec.kernels[k]);
+  lower::LoweredKernel lowered = lower::lower(bound);
   if (o.what == "llvm")
     fmt::print("{}", codegen::llvm_ir_text(lowered, target, true));
   else if (o.what == "asm")

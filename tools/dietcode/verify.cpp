@@ -36,25 +36,23 @@ int run_verify(const VerifyOptions& o) {
   if (o.schedules < 1) user_error("--schedules {}: expected >= 1", o.schedules);
   std::vector<int64_t> m_values = o.op.m_values();
   te::Operator op = o.op.build();
-  std::string isa = o.isa.empty() ? codegen::host_target().isa : o.isa;
-  schedule::vector_isa(isa);  // validates the name
+  const schedule::Isa isa = o.isa.empty() ? codegen::host_target().isa : schedule::parse_isa(o.isa);
 
   std::mt19937_64 rng(o.seed);
-  std::vector<schedule::MicroKernelSchedule> schedules;
+  std::vector<schedule::BoundSchedule> schedules;
   if (!o.schedule_json.empty()) {
-    schedules.push_back(schedule::schedule_from_json_text(o.schedule_json));
-    schedule::validate(schedules.back(), op);
+    schedules.push_back(schedule::bind(schedule::schedule_from_json_text(o.schedule_json), op));
   } else {
     for (int i = 0; i < o.schedules; ++i)
-      schedules.push_back(schedule::random_schedule(rng, isa, op));
+      schedules.push_back(schedule::bind(schedule::random_schedule(rng, isa, op), op));
   }
   std::vector<reference::CheckCase> cases;
   for (int64_t m : m_values)
     cases.push_back(reference::make_check_case(op, o.op.shape_for(m), rng));
 
   int passed = 0, failed = 0;
-  for (const schedule::MicroKernelSchedule& s : schedules) {
-    runtime::Kernel kernel = runtime::Kernel::compile(op, s);
+  for (const schedule::BoundSchedule& s : schedules) {
+    runtime::Kernel kernel = runtime::Kernel::compile(s);
     for (size_t i = 0; i < m_values.size(); ++i) {
       double err = reference::run_check_case(kernel, cases[i]);
       if (err <= o.tolerance) {
@@ -65,7 +63,7 @@ int run_verify(const VerifyOptions& o) {
       fmt::print(
           "FAILED (relative error {:.3g}): dietcode verify {} --threads {} --schedule '{}'\n", err,
           o.op.command_line(m_values[i]), runtime::ThreadPool::global().num_threads(),
-          schedule::to_json_text(s));
+          schedule::to_json_text(s.schedule()));
     }
   }
   fmt::print("{} passed, {} failed\n", passed, failed);

@@ -23,7 +23,7 @@ CpuTarget detect_host() {
   if (!has("avx2") || !has("fma"))
     user_error("this CPU ({}) lacks AVX2 + FMA, the minimum vector ISA dietcode generates code for",
                t.cpu);
-  t.isa = has("avx512f") ? "avx512" : "avx2";
+  t.isa = has("avx512f") ? schedule::Isa::Avx512 : schedule::Isa::Avx2;
   t.is_host = true;
   return t;
 }
@@ -35,15 +35,13 @@ const CpuTarget& host_target() {
   return host;
 }
 
-CpuTarget target_for_isa(const std::string& isa) {
-  if (isa == "avx2") return CpuTarget{"x86-64-v3", "", "avx2", host_supports("avx2")};
-  if (isa == "avx512") return CpuTarget{"x86-64-v4", "", "avx512", host_supports("avx512")};
-  user_error("unknown vector ISA '{}'; expected avx2 or avx512", isa);
+CpuTarget target_for_isa(schedule::Isa isa) {
+  if (isa == schedule::Isa::Avx512) return CpuTarget{"x86-64-v4", "", isa, host_supports(isa)};
+  return CpuTarget{"x86-64-v3", "", isa, host_supports(isa)};
 }
 
-bool host_supports(const std::string& isa) {
-  const CpuTarget& h = host_target();
-  return isa == "avx2" || (isa == "avx512" && h.isa == "avx512");
+bool host_supports(schedule::Isa isa) {
+  return isa == schedule::Isa::Avx2 || host_target().isa == schedule::Isa::Avx512;
 }
 
 }  // namespace dietcode::codegen

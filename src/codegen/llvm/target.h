@@ -4,23 +4,25 @@
 
 #include <string>
 
+#include "schedule/isa.h"
+
 namespace dietcode::codegen {
 
 struct CpuTarget {
   std::string cpu;       // LLVM CPU name, e.g. "znver4", "x86-64-v3"
   std::string features;  // LLVM feature string, e.g. "+avx2,+fma,..."
-  std::string isa;       // "avx2" or "avx512": the widest vector ISA usable
+  schedule::Isa isa = schedule::Isa::Avx2;  // the widest vector ISA usable
   bool is_host = false;  // code for this target can run in this process
 };
 
 // The machine this process runs on. Throws dietcode::Error if it lacks AVX2 + FMA.
 const CpuTarget& host_target();
 
-// A generic target for an ISA ("avx2" -> x86-64-v3, "avx512" -> x86-64-v4), for
+// A generic target for an ISA (AVX2 -> x86-64-v3, AVX-512 -> x86-64-v4), for
 // inspecting code that this machine may not be able to run.
-CpuTarget target_for_isa(const std::string& isa);
+CpuTarget target_for_isa(schedule::Isa isa);
 
 // True if the host can run code using `isa`.
-bool host_supports(const std::string& isa);
+bool host_supports(schedule::Isa isa);
 
 }  // namespace dietcode::codegen
