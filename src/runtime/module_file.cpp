@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "support/error.h"
+#include "support/int_math.h"
 #include "support/json.h"
 
 // The module file: JSON in and out, validation, atomic save, retargeting. No code
@@ -152,7 +153,6 @@ ModuleSpec retarget(const ModuleSpec& m, const std::string& isa) {
   te::Operator op = m.op.build();
   ModuleSpec out = m;
   out.isa = isa;
-  auto round_up = [](int64_t x, int64_t k) { return (x + k - 1) / k * k; };
   for (schedule::MicroKernelSchedule& s : out.kernels) {
     schedule::MicroKernelSchedule t = s;
     t.isa = isa;
