@@ -82,13 +82,18 @@ std::unique_ptr<CompiledDispatcher> jit_compile_dispatcher(const DecisionTree& t
   return std::make_unique<JitDispatcher>(std::move(module), select);
 }
 
-std::string dispatcher_llvm_ir(const DecisionTree& tree, const codegen::CpuTarget& target) {
-  llvm::LLVMContext ctx;
+std::unique_ptr<llvm::Module> dispatcher_module(llvm::LLVMContext& ctx, const DecisionTree& tree,
+                                                const codegen::CpuTarget& target) {
   std::unique_ptr<llvm::Module> m = emit_dispatcher(ctx, tree, "select");
   codegen::set_target(*m, *codegen::make_target_machine(target));
+  return m;
+}
+
+std::string dispatcher_llvm_ir(const DecisionTree& tree, const codegen::CpuTarget& target) {
+  llvm::LLVMContext ctx;
   std::string text;
   llvm::raw_string_ostream os(text);
-  m->print(os, nullptr);
+  dispatcher_module(ctx, tree, target)->print(os, nullptr);
   return text;
 }
 

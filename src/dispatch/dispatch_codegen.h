@@ -10,6 +10,11 @@
 #include "codegen/llvm/target.h"
 #include "dispatch/decision_tree.h"
 
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+
 namespace dietcode::dispatch {
 
 using SelectFn = int32_t (*)(const int64_t* shape);
@@ -23,6 +28,11 @@ class CompiledDispatcher {
 };
 
 std::unique_ptr<CompiledDispatcher> jit_compile_dispatcher(const DecisionTree& tree);
+
+// The dispatcher as an LLVM module in `ctx` for `target`, its function named "select"
+// (for the exporter, which links it into a library; include LLVM to use it).
+std::unique_ptr<llvm::Module> dispatcher_module(llvm::LLVMContext& ctx, const DecisionTree& tree,
+                                                const codegen::CpuTarget& target);
 
 // The dispatcher's LLVM IR (for `dietcode show` and tests).
 std::string dispatcher_llvm_ir(const DecisionTree& tree, const codegen::CpuTarget& target);

@@ -1,7 +1,7 @@
 // The object code of an exported library: one LLVM module holding
 //
-//   k<i>_compute, k<i>_prepack   each selected kernel, as codegen prints it (optimized by
-//                                the JIT's own pipeline) and re-read here, renamed
+//   k<i>_compute, k<i>_prepack   each selected kernel, the module codegen builds for the
+//                                JIT (optimized by its own pipeline), renamed
 //   dispatch_select              the decision tree (dispatch/dispatch_codegen.h)
 //   descriptor                   a dietcode_export_module (runtime/export_abi.h) naming them
 //   <name>_run, <name>_prepack…  the C entry points: each passes the descriptor to the
@@ -10,20 +10,18 @@
 // Everything but the entry points gets internal linkage, so two exported libraries in
 // one process cannot clash. The code is emitted for the module's ISA as a PIC object
 // with the small code model (the JIT's TargetMachine uses the large one).
-#include <llvm/AsmParser/Parser.h>
+#include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Linker/Linker.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/FileSystem.h>
-#include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <cstddef>
 #include <set>
 
-#include "codegen/llvm/jit.h"
 #include "codegen/llvm/jit_engine.h"
 #include "dispatch/dispatch_codegen.h"
 #include "export/export_plan.h"
@@ -34,14 +32,10 @@ namespace dietcode::exporter {
 
 namespace {
 
-std::unique_ptr<llvm::Module> parse(llvm::LLVMContext& ctx, const std::string& text,
-                                    const std::string& what) {
-  llvm::SMDiagnostic error;
-  std::unique_ptr<llvm::Module> m = llvm::parseAssemblyString(text, error, ctx);
-  if (!m)
-    internal_error(__FILE__, __LINE__,
-                   "re-reading the IR of " + what + ": " + error.getMessage().str());
-  return m;
+// The prefix of kernel i's functions in the library ("k3_compute"). (fmt rather than
+// "k" + std::to_string(i): GCC 12 warns falsely on the latter, -Wrestrict.)
+std::string kernel_prefix(size_t i) {
+  return fmt::format("k{}_", i);
 }
 
 // Gives every definition a prefix, so that several kernels can share one module.
@@ -198,7 +192,7 @@ llvm::GlobalVariable* emit_descriptor(llvm::Module& m, const ExportPlan& plan) {
   llvm::StructType* ktype = kernel_type(ctx, layout);
   std::vector<llvm::Constant*> kernels;
   for (size_t i = 0; i < plan.kernels.size(); ++i) {
-    const std::string prefix = "k" + std::to_string(i) + "_";
+    const std::string prefix = kernel_prefix(i);
     llvm::Function* compute = m.getFunction(prefix + "compute");
     llvm::Function* prepack = m.getFunction(prefix + "prepack");
     DC_INTERNAL_CHECK(compute && (prepack != nullptr) == plan.kernels[i].lowered.prepacked_b,
@@ -319,18 +313,18 @@ void write_object(const ExportPlan& plan, const std::string& path) {
   auto m = std::make_unique<llvm::Module>(plan.name, ctx);
   codegen::set_target(*m, *tm);
 
-  // The kernels and the dispatcher, exactly as the JIT compiles them.
+  // The kernels and the dispatcher, exactly as the JIT compiles them, built in this
+  // module's context.
   for (size_t i = 0; i < plan.kernels.size(); ++i) {
-    const std::string what = "kernel " + std::to_string(i);
     std::unique_ptr<llvm::Module> k =
-        parse(ctx, codegen::llvm_ir_text(plan.kernels[i].lowered, plan.target, true), what);
-    prefix_definitions(*k, "k" + std::to_string(i) + "_");
+        codegen::kernel_module(ctx, plan.kernels[i].lowered, plan.target, /*optimized=*/true);
+    prefix_definitions(*k, kernel_prefix(i));
     k->setDataLayout(m->getDataLayout());
     k->setTargetTriple(m->getTargetTriple());
-    link_into(*m, std::move(k), what);
+    link_into(*m, std::move(k), "kernel " + std::to_string(i));
   }
   std::unique_ptr<llvm::Module> d =
-      parse(ctx, dispatch::dispatcher_llvm_ir(plan.spec.dispatch, plan.target), "the dispatcher");
+      dispatch::dispatcher_module(ctx, plan.spec.dispatch, plan.target);
   prefix_definitions(*d, "dispatch_");
   for (llvm::Function& f : *d)
     if (!f.isDeclaration()) baseline_cpu(f);

@@ -23,6 +23,44 @@ namespace {
 
 constexpr size_t kMaxNameLength = 64;
 
+// Libraries of the C and C++ toolchain a program links by -l<name> (most of them
+// implicitly): lib<name>.so in a directory given with -L (or rpath) would be found first
+// and shadow them. Only names that are C identifiers can be asked for (not stdc++).
+struct SystemLibrary {
+  const char* name;
+  const char* what;
+};
+constexpr SystemLibrary kSystemLibraries[] = {
+    {"c", "the C library"},
+    {"m", "the C math library"},
+    {"pthread", "POSIX threads"},
+    {"dl", "dynamic loading"},
+    {"rt", "POSIX real-time extensions"},
+    {"util", "glibc's login and pty utilities"},
+    {"resolv", "the DNS resolver"},
+    {"anl", "asynchronous name lookup"},
+    {"nsl", "the network services library"},
+    {"crypt", "password hashing"},
+    {"mvec", "glibc's vector math library"},
+    {"gcc", "GCC's runtime support"},
+    {"gcc_s", "GCC's shared runtime support"},
+    {"atomic", "GCC's atomics library"},
+    {"gomp", "GCC's OpenMP runtime"},
+    {"quadmath", "GCC's quad-precision math library"},
+    {"ssp", "GCC's stack protector"},
+    {"asan", "the address sanitizer runtime"},
+    {"ubsan", "the undefined-behaviour sanitizer runtime"},
+    {"omp", "LLVM's OpenMP runtime"},
+    {"unwind", "the unwinder"},
+};
+
+// What the system library `name` is, or null if there is none by that name.
+const char* shadowed_system_library(const std::string& name) {
+  for (const SystemLibrary& lib : kSystemLibraries)
+    if (name == lib.name) return lib.what;
+  return nullptr;
+}
+
 bool is_c_identifier(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
   for (char c : s)
@@ -120,10 +158,16 @@ struct TemporaryFile {
 
 bool is_valid_name(const std::string& name) {
   return name.size() <= kMaxNameLength && is_c_identifier(name) &&
-         std::isalpha(static_cast<unsigned char>(name[0])) && name.rfind("dietcode", 0) != 0;
+         std::isalpha(static_cast<unsigned char>(name[0])) && name.rfind("dietcode", 0) != 0 &&
+         !shadowed_system_library(name);
 }
 
 void check_name(const std::string& name) {
+  if (const char* what = shadowed_system_library(name))
+    user_error(
+        "export: --name '{}': lib{}.so would shadow the system's lib{} ({}): a program linked "
+        "with -L<dir> -l{} would get this library instead; choose another name",
+        name, name, name, what, name);
   if (!is_valid_name(name))
     user_error(
         "export: name '{}': expected a C identifier (a letter, then letters, digits or '_', at "
@@ -135,7 +179,7 @@ std::string name_from(const std::string& text) {
   std::string out;
   for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   if (out.empty() || !std::isalpha(static_cast<unsigned char>(out[0]))) out = "m_" + out;
-  if (out.rfind("dietcode", 0) == 0) out = "m_" + out;
+  if (out.rfind("dietcode", 0) == 0 || shadowed_system_library(out)) out = "m_" + out;
   if (out.size() > kMaxNameLength) out.resize(kMaxNameLength);
   return out;
 }

@@ -36,12 +36,13 @@ struct ExportResult {
 };
 
 // A C identifier for the API prefix: a letter, then letters, digits or '_', at most 64
-// characters, not starting with "dietcode" (reserved for the runtime's own symbols).
+// characters, not starting with "dietcode" (reserved for the runtime's own symbols), and
+// not the name of a system library lib<name>.so would shadow ("m", "c", "pthread", ...).
 bool is_valid_name(const std::string& name);
 // Throws dietcode::Error saying what a valid name is, unless `name` is one.
 void check_name(const std::string& name);
 // A valid name made from any text (e.g. a module file's name): "bert-2304x768" ->
-// "bert_2304x768", "1x" -> "m_1x".
+// "bert_2304x768", "1x" -> "m_1x", "m" -> "m_m".
 std::string name_from(const std::string& text);
 
 // Throws dietcode::Error for a bad name or directory, or when the system linker fails.

@@ -1,5 +1,6 @@
-// The C functions generated code calls. Their addresses are given to the JIT
-// (codegen/llvm/jit.cpp) so they need not be exported from the executable.
+// The C functions generated code calls. Kernel::compile (kernel.cpp) hands their
+// addresses to the JIT (codegen::jit_define_symbols), so they need not be exported
+// from the executable.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "codegen/llvm/jit.h"
+#include "runtime/abi.h"
 #include "support/error.h"
 
 namespace dietcode::runtime {
@@ -38,6 +39,20 @@ void check_tensor(const te::Operator& op, const std::string& name, const float* 
                elements, expected);
 }
 
+// Generated code calls the runtime's C ABI (abi.h); the JIT is told where it lives here,
+// once per process, so code generation needs nothing from the runtime.
+void register_runtime_abi() {
+  static const bool registered = [] {
+    codegen::jit_define_symbols({
+        {"dietcode_parallel_for", reinterpret_cast<void*>(&dietcode_parallel_for)},
+        {"dietcode_alloc", reinterpret_cast<void*>(&dietcode_alloc)},
+        {"dietcode_free", reinterpret_cast<void*>(&dietcode_free)},
+    });
+    return true;
+  }();
+  (void)registered;
+}
+
 }  // namespace
 
 Kernel Kernel::compile(const te::Operator& op, const schedule::MicroKernelSchedule& s) {
@@ -57,6 +72,7 @@ Kernel Kernel::compile(const schedule::BoundSchedule& bound) {
   k.lowered_ = lower::lower(bound, [&](const std::string& pass, const std::string& ir) {
     k.pass_log_ += "// ---- after " + pass + "\n" + ir;
   });
+  register_runtime_abi();
   k.code_ = codegen::jit_compile(k.lowered_);
   k.compile_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

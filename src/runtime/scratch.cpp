@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/abi.h"
+#include "support/int_math.h"
 
 namespace {
 
@@ -25,7 +26,7 @@ struct Chunk {
 class ScratchStack {
  public:
   void* push(size_t bytes) {
-    bytes = (bytes + 63) / 64 * 64;
+    bytes = dietcode::round_up(bytes, 64);
     if (bytes == 0) bytes = 64;
     // The first chunk (from the bottom) with room above its top; chunks above the
     // current top are empty and reusable.

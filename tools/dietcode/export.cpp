@@ -48,7 +48,9 @@ void register_export(CLI::App& app, Action& action) {
   cmd->add_option("--out", c->options.out_dir, "the directory to write to (created if missing)")
       ->required();
   cmd->add_option("--name", c->options.name,
-                  "C prefix of the API and file names (default: the module file's name)");
+                  "C prefix of the API and file names (default: the module file's name); not "
+                  "the name of a system library (m, c, pthread, ...), which lib<name>.so would "
+                  "shadow");
   cmd->add_flag("--native", c->options.native,
                 "compile for this machine's CPU model instead of the generic CPU of the module's "
                 "ISA (the library may then not run on other CPUs)");

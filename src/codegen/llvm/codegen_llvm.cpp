@@ -4,6 +4,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "codegen/llvm/activation.h"
 #include "ir/printer.h"
 #include "schedule/micro_kernel.h"
 #include "support/error.h"
@@ -235,15 +236,7 @@ llvm::Value* FunctionEmitter::emit(const Expr& e) {
     case ExprKind::Call: {
       const auto* c = e.as<CallNode>();
       llvm::Value* x = emit(c->args[0]);
-      llvm::Type* f32 = b_.getFloatTy();
-      if (c->op == CallOp::Relu) return b_.CreateMaxNum(x, llvm::ConstantFP::get(f32, 0.0));
-      // gelu(x) = 0.5 x (1 + erf(x / sqrt 2))
-      llvm::FunctionCallee erff =
-          module_.getOrInsertFunction("erff", llvm::FunctionType::get(f32, {f32}, false));
-      llvm::Value* erf =
-          b_.CreateCall(erff, {b_.CreateFMul(x, llvm::ConstantFP::get(f32, 0.70710678118654752))});
-      return b_.CreateFMul(b_.CreateFMul(x, llvm::ConstantFP::get(f32, 0.5)),
-                           b_.CreateFAdd(erf, llvm::ConstantFP::get(f32, 1.0)));
+      return c->op == CallOp::Relu ? emit_relu(b_, x) : emit_gelu(b_, x);
     }
     case ExprKind::Reduce:
       internal_error(__FILE__, __LINE__, "a reduction reached code generation: " + to_string(e));

@@ -3,7 +3,8 @@
 //   void name(const int64_t* shape, float* const* buffers)
 //
 // Parallel loops are outlined into `void body(int64_t index, void* closure)` and
-// handed to dietcode_parallel_for; allocations call dietcode_alloc/free (runtime/abi.h).
+// handed to dietcode_parallel_for; allocations call dietcode_alloc/free (the runtime's C
+// ABI, whose addresses the runtime gives the JIT through jit_define_symbols).
 // MicroKernel nodes are emitted as explicit vector code by micro_kernel_emitter.cpp.
 #pragma once
 

@@ -12,11 +12,11 @@
 #include <llvm/TargetParser/Host.h>
 
 #include <atomic>
+#include <map>
 #include <mutex>
 
 #include "codegen/llvm/codegen_llvm.h"
 #include "codegen/llvm/jit_engine.h"
-#include "runtime/abi.h"
 #include "support/error.h"
 
 namespace dietcode::codegen {
@@ -121,6 +121,26 @@ class Engine {
   llvm::TargetMachine& target_machine() { return *tm_; }
   std::string next_prefix() { return "dc" + std::to_string(counter_++) + "_"; }
 
+  void define_symbols(const std::vector<JitSymbol>& symbols) {
+    std::lock_guard<std::mutex> lock(symbols_mutex_);
+    orc::MangleAndInterner mangle(jit_->getExecutionSession(), jit_->getDataLayout());
+    orc::SymbolMap fresh;
+    for (const JitSymbol& s : symbols) {
+      DC_INTERNAL_CHECK(s.address != nullptr, "JIT symbol {} has no address", s.name);
+      auto [it, inserted] = defined_.emplace(s.name, s.address);
+      if (!inserted) {
+        DC_INTERNAL_CHECK(it->second == s.address, "JIT symbol {} defined at two addresses",
+                          s.name);
+        continue;
+      }
+      fresh[mangle(s.name)] = orc::ExecutorSymbolDef(orc::ExecutorAddr::fromPtr(s.address),
+                                                     llvm::JITSymbolFlags::Exported);
+    }
+    if (!fresh.empty())
+      check(jit_->getMainJITDylib().define(orc::absoluteSymbols(std::move(fresh))),
+            "defining absolute symbols");
+  }
+
  private:
   Engine() {
     initialize_llvm();
@@ -131,25 +151,19 @@ class Engine {
     jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
     jit_ = unwrap(orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "creating LLJIT");
     tm_ = make_target_machine(host);
+    // Names generated code calls resolve to jit_define_symbols' definitions first, then
+    // to the process (e.g. libm's expf).
     orc::JITDylib& jd = jit_->getMainJITDylib();
     jd.addGenerator(unwrap(orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
                                jit_->getDataLayout().getGlobalPrefix()),
                            "exposing process symbols"));
-    orc::MangleAndInterner mangle(jit_->getExecutionSession(), jit_->getDataLayout());
-    auto symbol = [](auto* fn) {
-      return llvm::orc::ExecutorSymbolDef(llvm::orc::ExecutorAddr::fromPtr(fn),
-                                          llvm::JITSymbolFlags::Exported);
-    };
-    check(jd.define(orc::absoluteSymbols({
-              {mangle("dietcode_parallel_for"), symbol(&dietcode_parallel_for)},
-              {mangle("dietcode_alloc"), symbol(&dietcode_alloc)},
-              {mangle("dietcode_free"), symbol(&dietcode_free)},
-          })),
-          "defining runtime symbols");
   }
+
   std::unique_ptr<orc::LLJIT> jit_;
   std::unique_ptr<llvm::TargetMachine> tm_;
   std::atomic<int64_t> counter_{0};
+  std::mutex symbols_mutex_;
+  std::map<std::string, void*> defined_;  // by jit_define_symbols, unmangled
 };
 
 class OrcJitModule : public JitModule {
@@ -179,6 +193,10 @@ class OrcJitCode : public JitCode {
 };
 
 }  // namespace
+
+void jit_define_symbols(const std::vector<JitSymbol>& symbols) {
+  Engine::get().define_symbols(symbols);
+}
 
 std::string jit_unique_prefix() {
   return Engine::get().next_prefix();
@@ -219,13 +237,17 @@ std::unique_ptr<JitCode> jit_compile(const lower::LoweredKernel& k) {
   return std::make_unique<OrcJitCode>(std::move(module), compute, prepack);
 }
 
+std::unique_ptr<llvm::Module> kernel_module(llvm::LLVMContext& ctx, const lower::LoweredKernel& k,
+                                            const CpuTarget& target, bool optimized) {
+  auto tm = make_target_machine(target);
+  return build_module(ctx, k, target, *tm, "", optimized);
+}
+
 std::string llvm_ir_text(const lower::LoweredKernel& k, const CpuTarget& target, bool optimized) {
   llvm::LLVMContext ctx;
-  auto tm = make_target_machine(target);
-  auto m = build_module(ctx, k, target, *tm, "", optimized);
   std::string text;
   llvm::raw_string_ostream os(text);
-  m->print(os, nullptr);
+  kernel_module(ctx, k, target, optimized)->print(os, nullptr);
   return text;
 }
 

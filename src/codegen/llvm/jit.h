@@ -1,10 +1,17 @@
 // In-process compilation through LLVM's ORC LLJIT (one engine per process; each
 // compiled kernel owns a resource tracker, so destroying it frees its code).
 // LLVM's Error/Expected values are turned into our errors at this boundary.
+//
+// Generated code calls functions it does not define (the runtime's C ABI:
+// dietcode_parallel_for, dietcode_alloc, dietcode_free). The JIT's user hands their
+// addresses over before compiling code that calls them:
+//
+//   codegen::jit_define_symbols({{"dietcode_alloc", reinterpret_cast<void*>(&dietcode_alloc)}});
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "codegen/llvm/target.h"
 #include "lower/pipeline.h"
@@ -20,6 +27,17 @@ class JitCode {
   virtual ComputeFn compute() const = 0;
   virtual ComputeFn prepack() const = 0;  // null unless the schedule pre-packs B
 };
+
+// A function (or datum) of this process that generated code refers to by name.
+struct JitSymbol {
+  std::string name;  // as the generated code spells it (unmangled)
+  void* address;
+};
+
+// Defines `symbols` in the process JIT (ORC absolute symbols), for all code compiled
+// afterwards. Defining a name again with the same address does nothing; with another
+// address it is an internal error. Thread-safe.
+void jit_define_symbols(const std::vector<JitSymbol>& symbols);
 
 // Compiles for the host CPU (the only target whose code can be run here).
 std::unique_ptr<JitCode> jit_compile(const lower::LoweredKernel& k);

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "codegen/llvm/target.h"
+#include "lower/pipeline.h"
 
 namespace dietcode::codegen {
 
@@ -32,6 +33,12 @@ void set_target(llvm::Module& m, const llvm::TargetMachine& tm);
 
 // Sets the module's data layout and triple to the JIT's (the host's).
 void set_host_target(llvm::Module& m);
+
+// The kernel as an LLVM module in `ctx`, for `target` (any CPU), after the JIT's own
+// optimization pipeline when `optimized`: exactly what jit_compile compiles, with the
+// functions named "compute" and "prepack" (for a kernel that pre-packs B).
+std::unique_ptr<llvm::Module> kernel_module(llvm::LLVMContext& ctx, const lower::LoweredKernel& k,
+                                            const CpuTarget& target, bool optimized);
 
 // Machine code added to the process JIT; destroying it frees the code.
 class JitModule {

@@ -7,6 +7,7 @@
 // small on-stack tile that is copied in and out, so only edges pay for masking.
 #include <llvm/IR/Intrinsics.h>
 
+#include "codegen/llvm/activation.h"
 #include "codegen/llvm/codegen_llvm.h"
 
 namespace dietcode::codegen {
@@ -16,24 +17,6 @@ using namespace ir;
 namespace {
 
 using Tile = std::vector<std::vector<llvm::Value*>>;  // [row][vector]
-
-// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7).
-llvm::Value* vector_gelu(llvm::IRBuilder<>& b, llvm::Module& m, llvm::Value* x) {
-  llvm::Type* vt = x->getType();
-  auto c = [&](double v) { return llvm::ConstantFP::get(vt, v); };
-  llvm::Value* z = b.CreateFMul(x, c(0.70710678118654752));
-  llvm::Value* az = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, z);
-  llvm::Value* t = b.CreateFDiv(c(1.0), b.CreateFAdd(c(1.0), b.CreateFMul(c(0.3275911), az)));
-  llvm::Function* fma = llvm::Intrinsic::getDeclaration(&m, llvm::Intrinsic::fma, {vt});
-  llvm::Value* poly = c(1.061405429);
-  for (double coef : {-1.453152027, 1.421413741, -0.284496736, 0.254829592})
-    poly = b.CreateCall(fma, {poly, t, c(coef)});
-  poly = b.CreateFMul(poly, t);
-  llvm::Value* e = b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b.CreateFNeg(b.CreateFMul(az, az)));
-  llvm::Value* erf_abs = b.CreateFSub(c(1.0), b.CreateFMul(poly, e));
-  llvm::Value* erf = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, erf_abs, z);
-  return b.CreateFMul(b.CreateFMul(x, c(0.5)), b.CreateFAdd(erf, c(1.0)));
-}
 
 }  // namespace
 
@@ -218,9 +201,9 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
     for (int64_t i = 0; i < MR; ++i)
       for (int64_t v = 0; v < V; ++v) {
         if (mk.activation == Activation::Relu)
-          out[i][v] = b.CreateMaxNum(out[i][v], llvm::Constant::getNullValue(vt));
+          out[i][v] = emit_relu(b, out[i][v]);
         else if (mk.activation == Activation::Gelu)
-          out[i][v] = vector_gelu(b, fe.module(), out[i][v]);
+          out[i][v] = emit_gelu(b, out[i][v]);
       }
     llvm::BasicBlock* epi_end = b.GetInsertBlock();
     b.CreateBr(join);

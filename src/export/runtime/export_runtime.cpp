@@ -21,6 +21,7 @@
 
 #include "export/runtime/export_abi.h"
 #include "runtime/thread_pool.h"
+#include "support/int_math.h"
 
 namespace {
 
@@ -89,7 +90,7 @@ void ensure_pool(const dietcode_export_module* m) {
 // 64-byte aligned floats: packed panels are read with the alignment the JIT's
 // AlignedBuffer gives them.
 float* aligned_floats(int64_t elements) {
-  size_t bytes = (static_cast<size_t>(elements) * sizeof(float) + 63) / 64 * 64;
+  size_t bytes = dietcode::round_up(static_cast<size_t>(elements) * sizeof(float), 64);
   return static_cast<float*>(std::aligned_alloc(64, bytes == 0 ? 64 : bytes));
 }
 

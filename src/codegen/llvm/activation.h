@@ -1,0 +1,23 @@
+// The activations an epilogue applies, as LLVM IR, one definition for the scalar code
+// (codegen_llvm.cpp) and the vector register tile (micro_kernel_emitter.cpp) alike:
+// `x` may be a float or a vector of floats, and the result has its type.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+namespace dietcode::codegen {
+
+// max(x, 0).
+llvm::Value* emit_relu(llvm::IRBuilder<>& b, llvm::Value* x);
+
+// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), with erf by Abramowitz & Stegun 7.1.26
+// (|error| < 1.5e-7 in exact arithmetic) in its erfc form, so that 1 + erf(z) for
+// z < 0 is computed without cancellation. Branch-free; calls llvm.exp.
+// Accuracy in float against the exact GELU (double-precision std::erf), measured by
+// tests/codegen/gelu_test.cpp over x in [-10, 10] in steps of 2^-12: absolute error at
+// most 4.2e-7 everywhere; relative error at most 4.2e-7 for x > 0 and 1.7e-4 wherever
+// |gelu(x)| >= 1e-3 (x >= -3.44); beyond, in the negative tail where |gelu(x)| < 1e-3,
+// the approximation's relative error grows (to ~50% where |gelu| ~ 1e-20).
+llvm::Value* emit_gelu(llvm::IRBuilder<>& b, llvm::Value* x);
+
+}  // namespace dietcode::codegen
