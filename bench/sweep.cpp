@@ -54,8 +54,8 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
     if (batched) {
       schedule::MicroKernelSchedule s = base;
       s.parallel = ParallelAxis::Batch;
-      s.mc = round_up(128, mr);
-      s.nc = round_up(512, nr);
+      s.mc = round_up(int64_t{128}, mr);
+      s.nc = round_up(int64_t{512}, nr);
       variants.push_back(clamp_blocks(s));
       s.pack_a = schedule::PackA::Direct;
       variants.push_back(clamp_blocks(s));
@@ -67,7 +67,7 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
         s.parallel = ParallelAxis::N;
         s.nc =
             round_up((ext.n + threads * tasks_per_thread - 1) / (threads * tasks_per_thread), nr);
-        s.mc = round_up(96, mr);
+        s.mc = round_up(int64_t{96}, mr);
         s.inner_tile_loop = tasks_per_thread == 1 ? Axis::M : Axis::N;
         s.pack_a = mr <= 2 ? schedule::PackA::Direct : schedule::PackA::Packed;
         variants.push_back(clamp_blocks(s));
@@ -76,7 +76,7 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
       schedule::MicroKernelSchedule s = base;
       s.parallel = ParallelAxis::M;
       s.mc = round_up(std::max<int64_t>(mr * 4, 64), mr);
-      s.nc = round_up(1024, nr);
+      s.nc = round_up(int64_t{1024}, nr);
       s.inner_tile_loop = Axis::N;
       variants.push_back(clamp_blocks(s));
       // Long k-blocks with A read in place: C is loaded and stored once per tile, A's
@@ -87,7 +87,7 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
       deep.inner_tile_loop = Axis::N;
       deep.parallel = ParallelAxis::N;
       deep.nc = round_up((ext.n + threads - 1) / threads, nr);
-      deep.mc = round_up(96, mr);
+      deep.mc = round_up(int64_t{96}, mr);
       variants.push_back(clamp_blocks(deep));
       deep.parallel = ParallelAxis::M;
       deep.nc = round_up(ext.n, nr);
@@ -118,7 +118,7 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
     s.parallel = ParallelAxis::N;
     s.pack_b = c.b.constant ? schedule::PackB::Prepacked : schedule::PackB::PerBlock;
     s.nc = std::min(round_up((ext.n + threads - 1) / threads, s.nr), round_up(ext.n, s.nr));
-    s.mc = std::min(round_up(96, mr), round_up(ext.m, mr));
+    s.mc = std::min(round_up(int64_t{96}, mr), round_up(ext.m, mr));
     for (schedule::PackA pack : {schedule::PackA::Direct, schedule::PackA::Packed}) {
       s.pack_a = pack;
       try {
