@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "peer.h"
+#include "benchmark/peer_api.h"
 
 namespace dietcode::bench::peers {
 
