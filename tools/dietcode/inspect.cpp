@@ -4,10 +4,9 @@
 
 #include <memory>
 
-#include "codegen/llvm/jit.h"
-#include "lower/pipeline.h"
+#include "codegen/llvm/target.h"
+#include "inspect/inspect.h"
 #include "schedule/micro_kernel.h"
-#include "support/error.h"
 #include "tools/dietcode/operator_options.h"
 #include "tools/dietcode/subcommands.h"
 
@@ -27,22 +26,7 @@ int run_inspect(const InspectOptions& o) {
   schedule::MicroKernelSchedule s = schedule::schedule_from_json_text(o.schedule_json);
   codegen::CpuTarget target =
       o.isa.empty() ? codegen::host_target() : codegen::target_for_isa(o.isa);
-  if (o.what == "loops") {
-    fmt::print("{}", op.describe());
-    lower::lower(op, s, [](const std::string& pass, const std::string& ir) {
-      fmt::print("// ---- after {}\n{}", pass, ir);
-    });
-    return 0;
-  }
-  lower::LoweredKernel k = lower::lower(op, s);
-  if (o.what == "llvm")
-    fmt::print("{}", codegen::llvm_ir_text(k, target, true));
-  else if (o.what == "llvm-unoptimized")
-    fmt::print("{}", codegen::llvm_ir_text(k, target, false));
-  else if (o.what == "asm")
-    fmt::print("{}", codegen::assembly_text(k, target));
-  else
-    user_error("--what '{}': expected loops, llvm, llvm-unoptimized or asm", o.what);
+  fmt::print("{}", inspect::schedule_text(op, s, target, o.what));
   return 0;
 }
 

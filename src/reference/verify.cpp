@@ -1,0 +1,48 @@
+#include "reference/verify.h"
+
+#include <random>
+
+#include "codegen/llvm/target.h"
+#include "reference/check.h"
+#include "runtime/kernel.h"
+#include "schedule/random_schedule.h"
+#include "support/error.h"
+
+namespace dietcode::reference {
+
+VerifyResult verify_kernels(const te::Operator& op, const std::vector<int64_t>& m_values,
+                            const VerifyOptions& o,
+                            const std::function<void(const VerifyFailure&)>& on_failure) {
+  if (o.schedules < 1) user_error("--schedules {}: expected >= 1", o.schedules);
+  std::string isa = o.isa.empty() ? codegen::host_target().isa : o.isa;
+  schedule::vector_isa(isa);  // validates the name
+
+  std::mt19937_64 rng(o.seed);
+  std::vector<schedule::MicroKernelSchedule> schedules;
+  if (o.schedule) {
+    schedules.push_back(*o.schedule);
+    schedule::validate(schedules.back(), op);
+  } else {
+    for (int i = 0; i < o.schedules; ++i)
+      schedules.push_back(schedule::random_schedule(rng, isa, op));
+  }
+  std::vector<CheckCase> cases;
+  for (int64_t m : m_values) cases.push_back(make_check_case(op, {m}, rng));
+
+  VerifyResult result;
+  for (const schedule::MicroKernelSchedule& s : schedules) {
+    runtime::Kernel kernel = runtime::Kernel::compile(op, s);
+    for (size_t i = 0; i < m_values.size(); ++i) {
+      double err = run_check_case(kernel, cases[i]);
+      if (err <= o.tolerance) {
+        ++result.passed;
+        continue;
+      }
+      ++result.failed;
+      on_failure({s, m_values[i], err});
+    }
+  }
+  return result;
+}
+
+}  // namespace dietcode::reference
