@@ -25,9 +25,10 @@ std::vector<std::pair<std::string, runtime::ModuleSpec>> load_labelled_modules(
   for (size_t i = 0; i < specs.size(); ++i) {
     std::string mode = runtime::info_text(specs[i].provenance, "mode", "module");
     std::string name = runtime::info_text(specs[i].provenance, "name", "");
-    std::string label = modes[mode] == 1                    ? mode
-                        : !name.empty() && names[name] == 1 ? name
-                                                            : std::filesystem::path(paths[i]).stem().string();
+    std::string label = modes[mode] == 1 ? mode
+                        : !name.empty() && names[name] == 1
+                            ? name
+                            : std::filesystem::path(paths[i]).stem().string();
     labelled.push_back({label, specs[i]});
   }
   return labelled;

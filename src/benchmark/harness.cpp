@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
@@ -263,7 +263,7 @@ class BenchRun {
     return ours;
   }
 
-  // One shape of a layer: phases 4 to 7.
+  // One shape of a layer: phases 4 to 8.
   void measure_shape(const WorkloadLayer& layer, OurCandidates& ours, size_t ti) {
     const int64_t t = o_.t_values[ti];
     ProblemData data(layer.problem(t), rng_);
@@ -306,11 +306,11 @@ class BenchRun {
       m.packed = m.module.prepack({t}, args[1]);
       const runtime::Module* module = &m.module;
       const runtime::PackedWeights* packed = &m.packed;
-      candidates.push_back({m.impl, fmt::format("kernel {}", m.module.select({t})),
-                            [module, packed, args, t, &data] {
-                              module->run({t}, args, {data.c.data(), int64_t(data.c.size())},
-                                          packed);
-                            }});
+      candidates.push_back(
+          {m.impl, fmt::format("kernel {}", m.module.select({t})),
+           [module, packed, args, t, &data] {
+             module->run({t}, args, {data.c.data(), int64_t(data.c.size())}, packed);
+           }});
     }
     for (auto& peer : loaded_.peers) {
       std::string why = peer->unsupported(data.p);
@@ -319,8 +319,7 @@ class BenchRun {
         continue;
       }
       try {
-        for (PeerVariant& v :
-             peer->prepare(data.p, data.a.data(), data.b.data(), data.c.data()))
+        for (PeerVariant& v : peer->prepare(data.p, data.a.data(), data.b.data(), data.c.data()))
           candidates.push_back({peer->name(), v.label, v.run});
       } catch (const std::exception& e) {
         note(fmt::format("{} on {} T={}: {}", peer->name(), layer.name, t, e.what()));
@@ -379,8 +378,9 @@ class BenchRun {
       }
     timings.spread = 1;
     for (auto& [impl, medians] : round_medians)
-      timings.spread = std::max(timings.spread, *std::max_element(medians.begin(), medians.end()) /
-                                                    *std::min_element(medians.begin(), medians.end()));
+      timings.spread =
+          std::max(timings.spread, *std::max_element(medians.begin(), medians.end()) /
+                                       *std::min_element(medians.begin(), medians.end()));
     return timings;
   }
 
@@ -441,7 +441,9 @@ class BenchRun {
 
 }  // namespace
 
-BenchResult run_bench(const BenchOptions& options) { return BenchRun(options).run(); }
+BenchResult run_bench(const BenchOptions& options) {
+  return BenchRun(options).run();
+}
 
 std::string default_peers_dir() {
   std::error_code ec;
@@ -450,4 +452,3 @@ std::string default_peers_dir() {
 }
 
 }  // namespace dietcode::bench
-

@@ -44,9 +44,10 @@ std::string output_path(const TuneWorkloadOptions& o, const tune::WorkloadSpec& 
       user_error("--out {}: cannot create the folder {}: {}", out, out_dir.string(), ec.message());
   }
   if (!single && !o.tune.records_path.empty())
-    user_error("--records names one file; a workload of {} operators keeps its records in the "
-               "--out folder ({})",
-               w.operators.size(), out);
+    user_error(
+        "--records names one file; a workload of {} operators keeps its records in the "
+        "--out folder ({})",
+        w.operators.size(), out);
   return out;
 }
 
@@ -72,8 +73,8 @@ TunedOperator tune_operator(const TuneWorkloadOptions& o, const tune::WorkloadSp
   const bool single = o.op.has_value();
   tune::TuneOptions t = o.tune;
   t.op = op.op;
-  t.trials = o.trials > 0 ? o.trials
-                          : (single ? kSingleOperatorTrials : kWorkloadTrialsPerOperator);
+  t.trials =
+      o.trials > 0 ? o.trials : (single ? kSingleOperatorTrials : kWorkloadTrialsPerOperator);
   t.name = op.name;
   t.workload = w.name;
   t.label = single ? "" : op.name;
@@ -84,8 +85,8 @@ TunedOperator tune_operator(const TuneWorkloadOptions& o, const tune::WorkloadSp
   if (!single) t.records_path = (fs::path(out) / (op.name + ".records.jsonl")).string();
   tuned.records_path = t.records_path;
   if (!o.tune.quiet)
-    fmt::print(stderr, "tuning {} ({}, {} threads) -> {}\n", op.name, op.op.describe(),
-               t.threads, tuned.module_path);
+    fmt::print(stderr, "tuning {} ({}, {} threads) -> {}\n", op.name, op.op.describe(), t.threads,
+               tuned.module_path);
   tuned.report = tune::tune(t);
   runtime::save_module_spec(tuned.report.module, tuned.module_path);
   print_summary(tuned.report, op.name, tuned.module_path);
@@ -108,9 +109,10 @@ std::optional<bench::BenchResult> bench_modules(const TuneWorkloadOptions& o,
   for (const TunedOperator& op : tuned) {
     const runtime::ModuleSpec& spec = op.report.module;
     if (spec.op.epilogue != "none") {
-      fmt::print("note: {} has epilogue {}; the vendor libraries compute plain products, so it "
-                 "is not benchmarked\n",
-                 op.name, spec.op.epilogue);
+      fmt::print(
+          "note: {} has epilogue {}; the vendor libraries compute plain products, so it "
+          "is not benchmarked\n",
+          op.name, spec.op.epilogue);
       continue;
     }
     b.modules.push_back({op.name, spec});
@@ -163,9 +165,10 @@ void evaluate_model(const TuneWorkloadOptions& o) {
   tune::RecordFile records = tune::RecordFile::open(
       {o.tune.records_path, tune::workload_json(*o.op, o.tune.threads), tune::this_machine()});
   tune::ModelEvaluation e = tune::evaluate_cost_model(*o.op, o.tune.threads, records.records());
-  fmt::print("cost model on {}: trained on {} records, pairwise ranking accuracy {:.3f} on {} "
-             "held-out records ({:.3f} on the pairs that differ by more than 5%)\n",
-             o.tune.records_path, e.train, e.accuracy, e.test, e.accuracy_beyond_noise);
+  fmt::print(
+      "cost model on {}: trained on {} records, pairwise ranking accuracy {:.3f} on {} "
+      "held-out records ({:.3f} on the pairs that differ by more than 5%)\n",
+      o.tune.records_path, e.train, e.accuracy, e.test, e.accuracy_beyond_noise);
 }
 
 }  // namespace dietcode::workflow

@@ -34,7 +34,8 @@ struct TuneWorkloadOptions {
   bool bench = true;
   // A spread over 1..128 (small, prime, just off tile multiples, large) that measures in
   // about a minute; `dietcode bench --module` measures every shape.
-  std::vector<int64_t> bench_m = {1, 2, 3, 5, 8, 13, 16, 17, 24, 31, 32, 48, 64, 80, 97, 113, 127, 128};
+  std::vector<int64_t> bench_m = {1,  2,  3,  5,  8,  13, 16,  17,  24,
+                                  31, 32, 48, 64, 80, 97, 113, 127, 128};
   double bench_seconds = 0.02;  // timed seconds per implementation and shape
   std::string report_dir;       // empty: no report
 };

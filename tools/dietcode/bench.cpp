@@ -23,7 +23,8 @@ std::vector<std::string> split_names(const std::string& text) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    names.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    names.push_back(
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -74,7 +75,8 @@ void register_bench(CLI::App& app, Action& action) {
                   "timed seconds per implementation and shape")
       ->capture_default_str();
   cmd->add_option("--csv", o->job.csv_path, "write one row per measurement to this CSV file");
-  cmd->add_option("--plot", o->job.plot_path, "write GFLOP/s vs M to this .svg or .png file (gnuplot)");
+  cmd->add_option("--plot", o->job.plot_path,
+                  "write GFLOP/s vs M to this .svg or .png file (gnuplot)");
   cmd->add_flag("--quiet", o->job.options.quiet, "no progress on stderr");
   cmd->callback([&action, o, workload] {
     o->workload_given = workload->count() > 0;

@@ -1,11 +1,12 @@
 // `dietcode inspect`: the loop IR after each lowering pass, the LLVM IR or the
 // assembly of one micro-kernel schedule for an operator, for any target ISA.
+#include "inspect/inspect.h"
+
 #include <fmt/format.h>
 
 #include <memory>
 
 #include "codegen/llvm/target.h"
-#include "inspect/inspect.h"
 #include "schedule/micro_kernel.h"
 #include "tools/dietcode/operator_options.h"
 #include "tools/dietcode/subcommands.h"

@@ -21,7 +21,8 @@ struct ShowOptions {
 };
 
 int run_show(const ShowOptions& o) {
-  fmt::print("{}", inspect::module_text(runtime::load_module_spec(o.module), o.module, o.what, o.m));
+  fmt::print("{}",
+             inspect::module_text(runtime::load_module_spec(o.module), o.module, o.what, o.m));
   return 0;
 }
 

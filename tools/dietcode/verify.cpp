@@ -2,11 +2,12 @@
 // every generated kernel is checked against the float64 reference on fresh random
 // inputs with the output poisoned (NaN) first. One line per failure, with the
 // command that reproduces it, then "N passed, M failed".
+#include "reference/verify.h"
+
 #include <fmt/format.h>
 
 #include <memory>
 
-#include "reference/verify.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
 #include "tools/dietcode/operator_options.h"
@@ -50,7 +51,8 @@ void register_verify(CLI::App& app, Action& action) {
   o->op.add_to(*cmd);
   cmd->add_option("--schedules", o->verify.schedules, "random micro-kernels to draw")
       ->capture_default_str();
-  cmd->add_option("--seed", o->verify.seed, "random seed (schedules and inputs)")->capture_default_str();
+  cmd->add_option("--seed", o->verify.seed, "random seed (schedules and inputs)")
+      ->capture_default_str();
   cmd->add_option("--threads", o->threads, "threads for parallel loops (default: all cores)");
   cmd->add_option("--schedule", o->schedule_json,
                   "check this one schedule (JSON) instead of drawing");
