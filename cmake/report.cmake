@@ -7,7 +7,6 @@ add_library(dietcode_report STATIC
   src/report/gnuplot.cpp
   src/report/html.cpp
 )
-target_include_directories(dietcode_report PUBLIC ${CMAKE_SOURCE_DIR})
 target_link_libraries(dietcode_report PUBLIC dietcode_tune dietcode_bench)
 target_link_libraries(dietcode_cli PRIVATE dietcode_report)
 

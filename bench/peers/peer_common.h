@@ -1,5 +1,5 @@
 // Small helpers the peer plugins share. Header-only, because each plugin is its own shared
-// object and must not depend on anything but its vendor library and peer.h.
+// object and must not depend on anything but its vendor library and peer_api.h.
 #pragma once
 
 #include <chrono>
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "peer.h"
+#include "benchmark/peer_api.h"
 
 namespace dietcode::bench::peers {
 

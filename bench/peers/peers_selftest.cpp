@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "peer.h"
+#include "benchmark/load_peers.h"
 
 using dietcode::bench::GemmProblem;
 using dietcode::bench::Peer;

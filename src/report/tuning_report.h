@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/harness.h"
+#include "benchmark/result.h"
 #include "runtime/module.h"
 #include "tune/records.h"
 

@@ -1,13 +1,13 @@
 // `dietcode inspect`: the loop IR after each lowering pass, the LLVM IR or the
 // assembly of one micro-kernel schedule for an operator, for any target ISA.
+#include "inspect/inspect.h"
+
 #include <fmt/format.h>
 
 #include <memory>
 
-#include "codegen/llvm/jit.h"
-#include "lower/pipeline.h"
+#include "codegen/llvm/target.h"
 #include "schedule/micro_kernel.h"
-#include "support/error.h"
 #include "tools/dietcode/operator_options.h"
 #include "tools/dietcode/subcommands.h"
 
@@ -27,23 +27,7 @@ int run_inspect(const InspectOptions& o) {
   schedule::MicroKernelSchedule s = schedule::schedule_from_json_text(o.schedule_json);
   codegen::CpuTarget target =
       o.isa.empty() ? codegen::host_target() : codegen::target_for_isa(schedule::parse_isa(o.isa));
-  schedule::BoundSchedule bound = schedule::bind(s, op);
-  if (o.what == "loops") {
-    fmt::print("{}", op.describe());
-    lower::lower(bound, [](const std::string& pass, const std::string& ir) {
-      fmt::print("// ---- after {}\n{}", pass, ir);
-    });
-    return 0;
-  }
-  lower::LoweredKernel k = lower::lower(bound);
-  if (o.what == "llvm")
-    fmt::print("{}", codegen::llvm_ir_text(k, target, true));
-  else if (o.what == "llvm-unoptimized")
-    fmt::print("{}", codegen::llvm_ir_text(k, target, false));
-  else if (o.what == "asm")
-    fmt::print("{}", codegen::assembly_text(k, target));
-  else
-    user_error("--what '{}': expected loops, llvm, llvm-unoptimized or asm", o.what);
+  fmt::print("{}", inspect::schedule_text(op, s, target, o.what));
   return 0;
 }
 

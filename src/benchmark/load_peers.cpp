@@ -1,4 +1,5 @@
-// Finds and loads the peer plugins (libdietcode_peer_NAME.so) with dlopen.
+#include "benchmark/load_peers.h"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -7,8 +8,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "peer.h"
 
 namespace dietcode::bench {
 namespace {

@@ -1,4 +1,4 @@
-#include "bench/report.h"
+#include "benchmark/report.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

@@ -1,4 +1,5 @@
-// The vendor libraries that `dietcode bench` measures beside generated kernels.
+// The plugin interface of the vendor libraries that `dietcode bench` measures beside
+// generated kernels: what a peer plugin (bench/peers/) implements and the harness calls.
 //
 // Each peer is a small plugin (libdietcode_peer_NAME.so) linked against its library and
 // loaded with dlopen at run time, so a library missing on the machine is reported by name
@@ -42,12 +43,12 @@ class Peer {
   virtual void set_threads(int threads) = 0;
   // Empty if the peer can compute `p`, else why not (e.g. LIBXSMM and a transposed operand).
   virtual std::string unsupported(const GemmProblem& p) const = 0;
-  // Variants computing `p` on these buffers (a: batch*m*k, b: (b_shared ? 1 : batch)*n*k,
-  // c: batch*m*n). The buffers outlive the variants. Throws std::runtime_error on failure.
   // How long the library's worker threads keep spinning after a call. With several
   // threads the harness waits this long after the peer's burst, so that its spinning
   // threads do not take cores from the implementation measured next.
   virtual double idle_spin_seconds() const { return 0.01; }  // libgomp's default spin, with margin
+  // Variants computing `p` on these buffers (a: batch*m*k, b: (b_shared ? 1 : batch)*n*k,
+  // c: batch*m*n). The buffers outlive the variants. Throws std::runtime_error on failure.
   virtual std::vector<PeerVariant> prepare(const GemmProblem& p, const float* a, const float* b,
                                            float* c) = 0;
 };
@@ -55,13 +56,5 @@ class Peer {
 // Each plugin exports this symbol.
 extern "C" using MakePeerFn = Peer * (*)();
 #define DIETCODE_PEER_ENTRY "dietcode_make_peer"
-
-struct LoadedPeers {
-  std::vector<std::shared_ptr<Peer>> peers;
-  std::vector<std::string> missing;  // "blis: libblis.so.4: cannot open shared object file"
-};
-
-// Loads the plugins named (default: all four) from `directory`.
-LoadedPeers load_peers(const std::string& directory, const std::vector<std::string>& names);
 
 }  // namespace dietcode::bench

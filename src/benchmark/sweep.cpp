@@ -1,4 +1,4 @@
-#include "bench/sweep.h"
+#include "benchmark/sweep.h"
 
 #include <algorithm>
 

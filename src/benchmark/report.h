@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "bench/harness.h"
+#include "benchmark/result.h"
 
 namespace dietcode::bench {
 

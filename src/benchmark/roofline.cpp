@@ -1,4 +1,4 @@
-#include "bench/roofline.h"
+#include "benchmark/roofline.h"
 
 #include <fmt/format.h>
 #include <immintrin.h>

@@ -1,4 +1,4 @@
-#include "bench/workloads.h"
+#include "benchmark/workloads.h"
 
 #include <fmt/format.h>
 

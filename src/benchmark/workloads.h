@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/peers/peer.h"
+#include "benchmark/peer_api.h"
 #include "ops/spec.h"
 #include "te/tensor.h"
 

@@ -1,0 +1,80 @@
+#include "benchmark/bench_job.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "benchmark/report.h"
+#include "support/error.h"
+
+namespace dietcode::bench {
+
+std::vector<std::pair<std::string, runtime::ModuleSpec>> load_labelled_modules(
+    const std::vector<std::string>& paths) {
+  std::map<std::string, int> modes;
+  std::vector<runtime::ModuleSpec> specs;
+  for (const std::string& path : paths) {
+    specs.push_back(runtime::load_module_spec(path));
+    ++modes[runtime::info_text(specs.back().provenance, "mode", "module")];
+  }
+  std::map<std::string, int> names;
+  for (const runtime::ModuleSpec& m : specs) ++names[runtime::info_text(m.provenance, "name", "")];
+  std::vector<std::pair<std::string, runtime::ModuleSpec>> labelled;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    std::string mode = runtime::info_text(specs[i].provenance, "mode", "module");
+    std::string name = runtime::info_text(specs[i].provenance, "name", "");
+    std::string label = modes[mode] == 1 ? mode
+                        : !name.empty() && names[name] == 1
+                            ? name
+                            : std::filesystem::path(paths[i]).stem().string();
+    labelled.push_back({label, specs[i]});
+  }
+  return labelled;
+}
+
+std::vector<schedule::MicroKernelSchedule> read_kernel_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) user_error("--kernels {}: cannot open the file", path);
+  std::vector<schedule::MicroKernelSchedule> out;
+  std::string line;
+  for (int number = 1; std::getline(f, line); ++number) {
+    if (line.find_first_not_of(" \t") == std::string::npos ||
+        line[line.find_first_not_of(" \t")] == '#')
+      continue;
+    try {
+      out.push_back(schedule::schedule_from_json_text(line));
+    } catch (const Error& e) {
+      user_error("--kernels {}: line {}: {}", path, number, e.what());
+    }
+  }
+  if (out.empty()) user_error("--kernels {}: no schedule in the file", path);
+  return out;
+}
+
+BenchResult run_bench_job(BenchJob job) {
+  for (auto& module : load_labelled_modules(job.module_paths))
+    job.options.modules.push_back(std::move(module));
+  // Output paths are checked before minutes of measurement, not after.
+  if (!job.plot_path.empty()) {
+    std::string ext = std::filesystem::path(job.plot_path).extension().string();
+    if (ext != ".svg" && ext != ".png")
+      user_error("--plot {}: expected a .svg or .png file name", job.plot_path);
+  }
+  if (!job.csv_path.empty() && !std::ofstream(job.csv_path, std::ios::app))
+    user_error("--csv {}: cannot open the file for writing", job.csv_path);
+  if (job.options.peers_dir.empty()) job.options.peers_dir = default_peers_dir();
+  if (!job.kernels_path.empty()) job.options.kernels = read_kernel_file(job.kernels_path);
+  BenchResult r = run_bench(job.options);
+  fmt::print("{}", format_table(r));
+  if (job.winners)
+    for (const Measurement& m : r.rows)
+      fmt::print("winner {} M={} {}: {} ({:.1f} GFLOP/s)\n", m.workload, m.m, m.impl, m.variant,
+                 m.gflops);
+  if (!job.csv_path.empty()) write_csv(r, job.csv_path);
+  if (!job.plot_path.empty()) write_plot(r, job.plot_path);
+  return r;
+}
+
+}  // namespace dietcode::bench

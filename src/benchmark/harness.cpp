@@ -1,0 +1,456 @@
+// The benchmark harness: one BenchRun per run_bench call, its phases in the order they
+// run. Every implementation of a shape works on the same ProblemData (fresh inputs, rows
+// checked against float64, output poisoned before each check).
+#include "benchmark/harness.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include "benchmark/load_peers.h"
+#include "benchmark/sweep.h"
+#include "benchmark/workloads.h"
+#include "codegen/llvm/target.h"
+#include "runtime/kernel.h"
+#include "runtime/thread_pool.h"
+#include "support/error.h"
+
+namespace dietcode::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double time_once(const std::function<void()>& fn) {
+  auto start = Clock::now();
+  fn();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// The data of one problem, shared by every implementation.
+struct ProblemData {
+  GemmProblem p;
+  std::vector<float> a, b, c;
+  std::vector<int64_t> check_rows;        // (batch, row) pairs flattened: batch * m + row
+  std::vector<std::vector<double>> want;  // float64 rows
+
+  ProblemData(const GemmProblem& problem, std::mt19937_64& rng) : p(problem) {
+    std::uniform_real_distribution<float> dist(-1, 1);
+    a.resize(p.batch * p.m * p.k);
+    b.resize((p.b_shared ? 1 : p.batch) * p.n * p.k);
+    c.resize(p.batch * p.m * p.n);
+    for (float& v : a) v = dist(rng);
+    for (float& v : b) v = dist(rng);
+    // First and last rows of the first and last batch entries, and a few random rows.
+    std::vector<int64_t> rows{0, p.m - 1, (p.batch - 1) * p.m, p.batch * p.m - 1};
+    for (int i = 0; i < 4; ++i)
+      rows.push_back(std::uniform_int_distribution<int64_t>(0, p.batch * p.m - 1)(rng));
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    check_rows = rows;
+    for (int64_t r : rows) {
+      int64_t bi = r / p.m, i = r % p.m;
+      const float* ar = &a[(bi * p.m + i) * p.k];
+      const float* bb = &b[(p.b_shared ? 0 : bi) * p.n * p.k];
+      std::vector<double> row(p.n);
+      for (int64_t j = 0; j < p.n; ++j) {
+        double acc = 0;
+        for (int64_t kk = 0; kk < p.k; ++kk)
+          acc += double(ar[kk]) * (p.b_layout_nk ? bb[j * p.k + kk] : bb[kk * p.n + j]);
+        row[j] = acc;
+      }
+      want.push_back(std::move(row));
+    }
+  }
+
+  void poison() { std::fill(c.begin(), c.end(), std::numeric_limits<float>::quiet_NaN()); }
+
+  // Largest relative error over the checked rows (infinite if any value is not finite).
+  double error() const {
+    double worst = 0;
+    for (size_t r = 0; r < check_rows.size(); ++r) {
+      const float* got = &c[check_rows[r] * p.n];
+      double num = 0, den = 0;
+      for (int64_t j = 0; j < p.n; ++j) {
+        if (!std::isfinite(got[j])) return std::numeric_limits<double>::infinity();
+        num += (got[j] - want[r][j]) * (got[j] - want[r][j]);
+        den += want[r][j] * want[r][j];
+      }
+      worst = std::max(worst, std::sqrt(num / std::max(den, 1e-30)));
+    }
+    return worst;
+  }
+};
+
+constexpr double kTolerance = 1e-5;
+
+struct Candidate {
+  std::string impl, variant;
+  std::function<void()> run;
+  double error = 0, screen = 0;
+};
+
+// Interleaved rounds of warm bursts, and how often a disturbed shape is measured again.
+constexpr int kRounds = 5, kAttempts = 3;
+// Rounds of one attempt that disagree by more than this factor were disturbed.
+constexpr double kDisturbedSpread = 1.25;
+
+// A compiled sweep (or given) kernel with its weights, pre-packed for the current problem.
+struct OurKernel {
+  runtime::Kernel kernel;
+  runtime::AlignedBuffer packed;
+};
+
+// A tuned module, compiled once, run through its dispatcher.
+struct OurModule {
+  std::string impl;
+  runtime::Module module;
+  runtime::PackedWeights packed;
+};
+
+// Our implementations of one layer.
+struct OurCandidates {
+  std::vector<OurModule> modules;
+  std::vector<OurKernel> kernels;
+  bool empty() const { return modules.empty() && kernels.empty(); }
+};
+
+// The timings of the best variant of each implementation on one shape.
+struct ShapeTimings {
+  std::map<std::string, std::vector<double>> times;  // impl -> every timed call
+  double spread = 1e30;  // largest ratio between one implementation's round medians
+};
+
+class BenchRun {
+ public:
+  explicit BenchRun(const BenchOptions& o) : o_(o) {}
+
+  BenchResult run() {
+    check_options();
+    Workload w = resolve_layers();
+    prepare_machine();
+    for (const WorkloadLayer& layer : w.layers) {
+      OurCandidates ours = build_our_candidates(layer);
+      if (ours.empty() && !run_sweep()) continue;  // no module computes this layer
+      for (size_t ti = 0; ti < o_.t_values.size(); ++ti) {
+        measure_shape(layer, ours, ti);
+        if (!o_.quiet)
+          fmt::print(stderr, "\r{}: T={} ({}/{})   ", layer.name, o_.t_values[ti], ti + 1,
+                     o_.t_values.size());
+      }
+      if (!o_.quiet) fmt::print(stderr, "\n");
+    }
+    return std::move(result_);
+  }
+
+ private:
+  void note(const std::string& s) {
+    result_.notes.push_back(s);
+    if (!o_.quiet) fmt::print(stderr, "note: {}\n", s);
+  }
+  bool each_module() const { return o_.layers == LayerSource::kEachModule; }
+  // The sweep (or the given kernels) runs unless only modules were asked for.
+  bool run_sweep() const { return o_.modules.empty() || o_.sweep || !o_.kernels.empty(); }
+
+  void check_options() const {
+    if (o_.t_values.empty()) user_error("--M: empty list of sizes");
+    if (o_.threads < 1) user_error("--threads {}: expected >= 1", o_.threads);
+  }
+
+  // Phase 1: the layers to measure, from the named workload or one per module.
+  Workload resolve_layers() const {
+    if (!each_module()) return make_workload(o_.workload, o_.t_values.back());
+    if (o_.modules.empty()) user_error("--workload modules: no --module given");
+    Workload w;
+    w.name = "modules";
+    for (const auto& [label, spec] : o_.modules)
+      w.layers.push_back(layer_for_operator(label, spec.op));
+    return w;
+  }
+
+  // Phase 2: the roofline, the peers (threads set, pools started), this thread pinned.
+  void prepare_machine() {
+    runtime::ThreadPool::global().set_num_threads(o_.threads);
+    runtime::ThreadPool::global().set_pinning(true);
+    result_.roofline = measure_roofline(o_.threads, isa_);
+    if (!o_.quiet) fmt::print(stderr, "{}\n", result_.roofline.describe());
+
+    if (o_.peers != std::vector<std::string>{"none"}) {
+      try {
+        loaded_ = load_peers(o_.peers_dir, o_.peers);
+      } catch (const std::invalid_argument& e) {
+        user_error("--peers: {}", e.what());
+      }
+    }
+    for (const std::string& m : loaded_.missing) note("peer not available: " + m);
+    for (auto& peer : loaded_.peers) {
+      peer->set_threads(o_.threads);
+      idle_spin_[peer->name()] = peer->idle_spin_seconds();
+      max_idle_spin_ = std::max(max_idle_spin_, peer->idle_spin_seconds());
+    }
+    // Start every peer's thread pool (a small problem, once) with this thread's full CPU
+    // mask, then pin this thread to the first CPU, beside our pinned workers: every
+    // library is called from the same thread, and our workers cannot be woken onto its CPU.
+    ProblemData warm(GemmProblem{1, 64, 64, 64, true, true}, rng_);
+    for (auto& peer : loaded_.peers) {
+      try {
+        for (PeerVariant& v : peer->prepare(warm.p, warm.a.data(), warm.b.data(), warm.c.data()))
+          v.run();
+      } catch (const std::exception&) {
+        // reported when the peer is used
+      }
+    }
+    if (o_.threads > 1) runtime::ThreadPool::pin_caller_thread();
+  }
+
+  // Phase 3: our implementations of a layer, compiled once: the modules that compute it,
+  // and the sweep grid (or the given kernels) validated for it.
+  OurCandidates build_our_candidates(const WorkloadLayer& layer) {
+    OurCandidates ours;
+    for (const auto& [label, spec] : o_.modules) {
+      bool matches = each_module() ? layer.name == label : layer_computes(layer, spec.op);
+      if (!matches) {
+        if (!each_module())
+          note(fmt::format("module {} ({}) does not compute {}; skipped there", label,
+                           spec.op.describe(), layer.name));
+        continue;
+      }
+      if (spec.threads != o_.threads)
+        note(fmt::format("module {} was tuned for {} threads, measured with {}", label,
+                         spec.threads, o_.threads));
+      ours.modules.push_back({"dietcode-" + label, runtime::Module::compile(spec), {}});
+      for (int i = 0; i < ours.modules.back().module.num_kernels(); ++i)
+        result_.compile_seconds.push_back(ours.modules.back().module.kernel(i).compile_seconds());
+    }
+    if (!run_sweep() && ours.modules.empty()) return ours;
+    if (!run_sweep() && ours.modules.size() == 1) ours.modules[0].impl = "dietcode";
+    // Constant weights are packed again for every problem (outside the timing), since
+    // each problem has fresh data.
+    std::vector<schedule::MicroKernelSchedule> schedules = o_.kernels;
+    if (schedules.empty() && run_sweep()) schedules = sweep_grid(layer.op, isa_, o_.threads);
+    for (const schedule::MicroKernelSchedule& s : schedules) {
+      std::optional<schedule::BoundSchedule> bound;
+      try {
+        bound = schedule::bind(s, layer.op);
+      } catch (const Error& e) {
+        note(fmt::format("kernel {} skipped on {}: {}", schedule::to_json_text(s), layer.name,
+                         e.what()));
+        continue;
+      }
+      OurKernel k{runtime::Kernel::compile(*bound), {}};
+      result_.compile_seconds.push_back(k.kernel.compile_seconds());
+      ours.kernels.push_back(std::move(k));
+    }
+    if (ours.empty()) {
+      note(fmt::format("no valid micro-kernel for {}; only the peers are measured", layer.name));
+    } else if (!o_.quiet) {
+      fmt::print(stderr, "{}: {} micro-kernels, {} modules\n", layer.name, ours.kernels.size(),
+                 ours.modules.size());
+    }
+    return ours;
+  }
+
+  // One shape of a layer: phases 4 to 8.
+  void measure_shape(const WorkloadLayer& layer, OurCandidates& ours, size_t ti) {
+    const int64_t t = o_.t_values[ti];
+    ProblemData data(layer.problem(t), rng_);
+    std::vector<Candidate> candidates = bind_candidates(layer, ours, data, ti);
+    check_and_screen(layer, t, candidates, data);
+    std::map<std::string, Candidate*> best = best_variants(candidates);
+    ShapeTimings timings = time_until_undisturbed(best);
+    if (timings.spread >= kDisturbedSpread)
+      note(fmt::format(
+          "{} T={}: timings disturbed in all {} attempts (rounds differ by {:.0f}% in the "
+          "best)",
+          layer.name, t, kAttempts, 100 * (timings.spread - 1)));
+    append_rows(layer, t, data, best, timings);
+  }
+
+  // Phase 4: every implementation bound to this shape's data: ours (weights packed for
+  // it) and every variant of every peer that supports the problem. Input order of the
+  // operator: A (X) then B (W), as in the GEMM view.
+  std::vector<Candidate> bind_candidates(const WorkloadLayer& layer, OurCandidates& ours,
+                                         ProblemData& data, size_t ti) {
+    const int64_t t = o_.t_values[ti];
+    const std::string sweep_impl = o_.modules.empty() ? "dietcode" : "dietcode-sweep";
+    std::vector<Candidate> candidates;
+    for (OurKernel& k : ours.kernels) {
+      std::vector<runtime::ConstTensor> args{{data.a.data(), int64_t(data.a.size())},
+                                             {data.b.data(), int64_t(data.b.size())}};
+      if (k.kernel.needs_prepack()) {
+        k.packed = k.kernel.prepack({t}, args[1]);
+        args[1] = {k.packed.data(), k.packed.size()};
+      }
+      runtime::Kernel* kernel = &k.kernel;
+      candidates.push_back(
+          {sweep_impl, schedule::to_json_text(k.kernel.schedule()), [kernel, args, t, &data] {
+             kernel->run({t}, args, {data.c.data(), int64_t(data.c.size())});
+           }});
+    }
+    for (OurModule& m : ours.modules) {
+      std::vector<runtime::ConstTensor> args{{data.a.data(), int64_t(data.a.size())},
+                                             {data.b.data(), int64_t(data.b.size())}};
+      m.packed = m.module.prepack({t}, args[1]);
+      const runtime::Module* module = &m.module;
+      const runtime::PackedWeights* packed = &m.packed;
+      candidates.push_back(
+          {m.impl, fmt::format("kernel {}", m.module.select({t})),
+           [module, packed, args, t, &data] {
+             module->run({t}, args, {data.c.data(), int64_t(data.c.size())}, packed);
+           }});
+    }
+    for (auto& peer : loaded_.peers) {
+      std::string why = peer->unsupported(data.p);
+      if (!why.empty()) {
+        if (ti == 0) note(fmt::format("{} on {}: {}", peer->name(), layer.name, why));
+        continue;
+      }
+      try {
+        for (PeerVariant& v : peer->prepare(data.p, data.a.data(), data.b.data(), data.c.data()))
+          candidates.push_back({peer->name(), v.label, v.run});
+      } catch (const std::exception& e) {
+        note(fmt::format("{} on {} T={}: {}", peer->name(), layer.name, t, e.what()));
+      }
+    }
+    return candidates;
+  }
+
+  // Phase 5: each candidate checked once against float64 on a poisoned output (a wrong
+  // one is excluded and reported), then screened (best of 3). Peers' workers from the
+  // last shape must be idle first, or they would slow our screening.
+  void check_and_screen(const WorkloadLayer& layer, int64_t t, std::vector<Candidate>& candidates,
+                        ProblemData& data) {
+    if (o_.threads > 1) sleep_for(max_idle_spin_);
+    for (Candidate& c : candidates) {
+      data.poison();
+      c.run();
+      c.error = data.error();
+      if (!(c.error <= kTolerance)) {
+        note(fmt::format("WRONG RESULT: {} [{}] on {} T={}: relative error {:.3g}; excluded",
+                         c.impl, c.variant, layer.name, t, c.error));
+        c.screen = std::numeric_limits<double>::infinity();
+        continue;
+      }
+      c.screen = 1e30;
+      for (int r = 0; r < 3; ++r) c.screen = std::min(c.screen, time_once(c.run));
+      if (o_.threads > 1 && idle_spin_.count(c.impl)) sleep_for(idle_spin_[c.impl]);
+    }
+  }
+
+  // The fastest correct variant of each implementation.
+  static std::map<std::string, Candidate*> best_variants(std::vector<Candidate>& candidates) {
+    std::map<std::string, Candidate*> best;
+    for (Candidate& c : candidates)
+      if (std::isfinite(c.screen) && (!best.count(c.impl) || c.screen < best[c.impl]->screen))
+        best[c.impl] = &c;
+    return best;
+  }
+
+  // Phase 6: interleaved rounds of short bursts: every implementation sees the same
+  // machine drift (rounds alternate), and each burst's first call, which reloads that
+  // implementation's own weights into cache, is dropped (warm-cache timing).
+  ShapeTimings time_interleaved(const std::map<std::string, Candidate*>& best, int burst) {
+    ShapeTimings timings;
+    std::map<std::string, std::vector<double>> round_medians;
+    for (int round = 0; round < kRounds; ++round)
+      for (auto& [impl, c] : best) {
+        c->run();
+        std::vector<double> burst_times;
+        for (int r = 0; r < burst; ++r) burst_times.push_back(time_once(c->run));
+        timings.times[impl].insert(timings.times[impl].end(), burst_times.begin(),
+                                   burst_times.end());
+        round_medians[impl].push_back(median(burst_times));
+        if (o_.threads > 1)  // every library's spinning workers go idle before the next burst
+          sleep_for(max_idle_spin_);
+      }
+    timings.spread = 1;
+    for (auto& [impl, medians] : round_medians)
+      timings.spread =
+          std::max(timings.spread, *std::max_element(medians.begin(), medians.end()) /
+                                       *std::min_element(medians.begin(), medians.end()));
+    return timings;
+  }
+
+  // Phase 7: a neighbour on a shared machine that takes a core for a while shows as
+  // rounds that disagree; the shape is measured again and the least disturbed attempt kept.
+  ShapeTimings time_until_undisturbed(const std::map<std::string, Candidate*>& best) {
+    double slowest = 0;
+    for (auto& [impl, c] : best) slowest = std::max(slowest, c->screen);
+    int burst = static_cast<int>(
+        std::clamp(o_.seconds_per_measurement / kRounds / std::max(slowest, 1e-7), 2.0, 40.0));
+    ShapeTimings kept;
+    for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+      ShapeTimings timings = time_interleaved(best, burst);
+      if (timings.spread < kept.spread) kept = std::move(timings);
+      if (kept.spread < kDisturbedSpread) break;
+    }
+    return kept;
+  }
+
+  // Phase 8: one row per implementation: median time, GFLOP/s, the shape's roofline.
+  void append_rows(const WorkloadLayer& layer, int64_t t, const ProblemData& data,
+                   const std::map<std::string, Candidate*>& best, ShapeTimings& timings) {
+    const GemmProblem& p = data.p;
+    double flops = gemm_flops(p);
+    double bytes = 4.0 * (data.a.size() + data.b.size() + data.c.size());
+    const MemoryLevel& level = result_.roofline.level_for(bytes);
+    for (auto& [impl, c] : best) {
+      Measurement m{layer.name,
+                    impl,
+                    c->variant,
+                    o_.threads,
+                    t,
+                    p.m,
+                    p.n,
+                    p.k,
+                    median(timings.times[impl]),
+                    0,
+                    result_.roofline.ceiling_gflops(flops, bytes),
+                    c->error,
+                    level.name};
+      m.gflops = flops / m.seconds * 1e-9;
+      result_.rows.push_back(m);
+    }
+  }
+
+  static void sleep_for(double seconds) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  }
+
+  const BenchOptions& o_;
+  const schedule::Isa isa_ = codegen::host_target().isa;
+  BenchResult result_;
+  LoadedPeers loaded_;
+  std::map<std::string, double> idle_spin_;  // peer -> how long its workers spin
+  double max_idle_spin_ = 0;
+  std::mt19937_64 rng_{2024};
+};
+
+}  // namespace
+
+BenchResult run_bench(const BenchOptions& options) {
+  return BenchRun(options).run();
+}
+
+std::string default_peers_dir() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "peers" : (exe.parent_path() / "peers").string();
+}
+
+}  // namespace dietcode::bench

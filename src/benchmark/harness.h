@@ -1,0 +1,53 @@
+// `dietcode bench`: this project's kernels beside the vendor libraries, in one run,
+// interleaved so that machine drift hits all alike, each result checked against a
+// float64 reference, each shape placed against the machine's measured roofline.
+//
+// run_bench is a straight line of phases (harness.cpp): resolve the layers to measure,
+// measure the roofline and load the peers, then per layer build our candidates (tuned
+// modules, sweep or given kernels), and per shape check every implementation against
+// float64, time the best variant of each in interleaved rounds, re-measure a shape whose
+// rounds were disturbed, and assemble the rows.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "benchmark/result.h"
+#include "runtime/module.h"
+#include "schedule/micro_kernel.h"
+
+namespace dietcode::bench {
+
+// Which layers a run measures.
+enum class LayerSource {
+  kNamedWorkload,  // the layers of `workload` (workloads.h); each module on the layers it computes
+  kEachModule,     // one layer per tuned module, computing that module's operator
+};
+
+struct BenchOptions {
+  LayerSource layers = LayerSource::kNamedWorkload;
+  std::string workload = "bert-dense";  // with kNamedWorkload
+  std::vector<int64_t> t_values;        // sequence lengths (M for the dense layers)
+  int threads = 1;
+  std::vector<std::string> peers;  // empty: all; {"none"}: no peer
+  std::string peers_dir;           // where the peer plugins are
+  // Our candidates: these micro-kernels (validated per layer) instead of the sweep grid.
+  std::vector<schedule::MicroKernelSchedule> kernels;
+  // Tuned modules to measure (each as implementation "dietcode-<label>", or "dietcode"
+  // when it is the only one of ours on its layer). With modules and no kernels, no sweep
+  // runs unless `sweep` is set (then it is "dietcode-sweep").
+  std::vector<std::pair<std::string, runtime::ModuleSpec>> modules;
+  bool sweep = true;
+  double seconds_per_measurement = 0.05;  // target timed time per implementation and shape
+  bool quiet = false;
+};
+
+// Throws dietcode::Error for bad options (unknown workload, empty M list, no module with
+// kEachModule, unknown peer, ...).
+BenchResult run_bench(const BenchOptions& options);
+
+// Where the peer plugins are by default: `peers/` beside the running executable.
+std::string default_peers_dir();
+
+}  // namespace dietcode::bench

@@ -1,0 +1,32 @@
+// What one benchmark run measured: the data `dietcode bench` prints and writes, the final
+// table of `dietcode tune` and the tuning report read. Data only; the harness
+// (harness.h) produces it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "benchmark/roofline.h"
+
+namespace dietcode::bench {
+
+// One measured (layer, implementation, shape).
+struct Measurement {
+  std::string workload;  // the layer's name
+  std::string impl;      // "dietcode", "dietcode-<label>", "openblas", "onednn", "blis", "libxsmm"
+  std::string variant;   // the peer's variant or our schedule (JSON)
+  int threads = 1;
+  int64_t t = 0, m = 0, n = 0, k = 0;
+  double seconds = 0, gflops = 0, roofline_gflops = 0, max_rel_err = 0;
+  std::string level;  // the memory level holding the data
+};
+
+struct BenchResult {
+  Roofline roofline;
+  std::vector<Measurement> rows;
+  std::vector<std::string> notes;       // missing peers, unsupported shapes, ...
+  std::vector<double> compile_seconds;  // JIT time of every kernel compiled
+};
+
+}  // namespace dietcode::bench

@@ -1,0 +1,174 @@
+#include "workflow/tune_workload.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "benchmark/harness.h"
+#include "benchmark/report.h"
+#include "report/tuning_report.h"
+#include "support/error.h"
+#include "tune/machine.h"
+#include "tune/records.h"
+
+namespace dietcode::workflow {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The workload: the one operator, a spec file, or a preset.
+tune::WorkloadSpec resolve_workload(const TuneWorkloadOptions& o) {
+  if (o.op) return {"operator", {{"operator", *o.op}}};
+  std::string name = o.workload.empty() ? "bert-base-dense" : o.workload;
+  return fs::path(name).extension() == ".json" ? tune::load_workload_spec(name)
+                                               : tune::preset_workload(name);
+}
+
+void check_options(const TuneWorkloadOptions& o) {
+  if (o.tune.threads < 1) user_error("--threads {}: expected >= 1", o.tune.threads);
+  if (o.trials < 0) user_error("--trials {}: expected >= 1", o.trials);
+}
+
+// Where modules and records go: one module file for one operator; a folder of
+// <operator>.module.json and <operator>.records.jsonl for a workload. Creates the folder.
+std::string output_path(const TuneWorkloadOptions& o, const tune::WorkloadSpec& w) {
+  const bool single = o.op.has_value();
+  std::string out = o.out;
+  if (out.empty()) out = single ? "operator.module.json" : "dietcode-out/" + w.name;
+  fs::path out_dir = single ? fs::path(out).parent_path() : fs::path(out);
+  if (!out_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(out_dir, ec);
+    if (ec)
+      user_error("--out {}: cannot create the folder {}: {}", out, out_dir.string(), ec.message());
+  }
+  if (!single && !o.tune.records_path.empty())
+    user_error(
+        "--records names one file; a workload of {} operators keeps its records in the "
+        "--out folder ({})",
+        w.operators.size(), out);
+  return out;
+}
+
+void print_summary(const tune::TuneReport& r, const std::string& name, const std::string& path) {
+  fmt::print("{}: {} trials in total ({} this run, {} errors), {:.1f} s this run -> {}\n", name,
+             r.trials_total, r.trials_this_run, r.errors_total, r.wall_seconds, path);
+  for (const auto& [m, s] : r.shape_seconds) fmt::print("  M={}: {:.1f} s\n", m, s);
+  for (const std::string& n : r.notes) fmt::print("  {}\n", n);
+  fmt::print("  dispatch:\n");
+  std::string tree = r.module.dispatch.describe({"M"});
+  size_t start = 0;
+  while (start < tree.size()) {
+    size_t end = tree.find('\n', start);
+    fmt::print("    {}\n", tree.substr(start, end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+}
+
+// One operator tuned into its module file.
+TunedOperator tune_operator(const TuneWorkloadOptions& o, const tune::WorkloadSpec& w,
+                            const tune::WorkloadOperator& op, const std::string& out) {
+  const bool single = o.op.has_value();
+  tune::TuneOptions t = o.tune;
+  t.op = op.op;
+  t.trials =
+      o.trials > 0 ? o.trials : (single ? kSingleOperatorTrials : kWorkloadTrialsPerOperator);
+  t.name = op.name;
+  t.workload = w.name;
+  t.label = single ? "" : op.name;
+  TunedOperator tuned;
+  tuned.name = op.name;
+  tuned.module_path = single ? out : (fs::path(out) / (op.name + ".module.json")).string();
+  if (single && t.records_path.empty()) t.records_path = out + ".records.jsonl";
+  if (!single) t.records_path = (fs::path(out) / (op.name + ".records.jsonl")).string();
+  tuned.records_path = t.records_path;
+  if (!o.tune.quiet)
+    fmt::print(stderr, "tuning {} ({}, {} threads) -> {}\n", op.name, op.op.describe(), t.threads,
+               tuned.module_path);
+  tuned.report = tune::tune(t);
+  runtime::save_module_spec(tuned.report.module, tuned.module_path);
+  print_summary(tuned.report, op.name, tuned.module_path);
+  return tuned;
+}
+
+// The modules against the vendor libraries, each on its own operator, at the bench_m
+// lengths it declares. Modules with an epilogue are left out: the peers compute plain
+// products. Empty when nothing is left to measure.
+std::optional<bench::BenchResult> bench_modules(const TuneWorkloadOptions& o,
+                                                const std::vector<TunedOperator>& tuned) {
+  bench::BenchOptions b;
+  b.layers = bench::LayerSource::kEachModule;
+  b.threads = o.tune.threads;
+  b.quiet = o.tune.quiet;
+  b.sweep = false;
+  b.seconds_per_measurement = o.bench_seconds;
+  b.peers_dir = bench::default_peers_dir();
+  int64_t m_max = 0;
+  for (const TunedOperator& op : tuned) {
+    const runtime::ModuleSpec& spec = op.report.module;
+    if (spec.op.epilogue != "none") {
+      fmt::print(
+          "note: {} has epilogue {}; the vendor libraries compute plain products, so it "
+          "is not benchmarked\n",
+          op.name, spec.op.epilogue);
+      continue;
+    }
+    b.modules.push_back({op.name, spec});
+    m_max = std::max(m_max, spec.op.m_max);
+  }
+  for (int64_t m : o.bench_m)
+    if (m <= m_max) b.t_values.push_back(m);
+  if (!o.bench || b.modules.empty() || b.t_values.empty()) return std::nullopt;
+  if (!o.tune.quiet) fmt::print(stderr, "measuring the modules against the vendor libraries\n");
+  bench::BenchResult result = bench::run_bench(b);
+  fmt::print("{}", bench::format_table(result));
+  return result;
+}
+
+void write_report(const TuneWorkloadOptions& o, const TuneWorkloadResult& r) {
+  report::TuningReportInput input;
+  input.workload = r.workload.name;
+  input.bench = r.bench ? &*r.bench : nullptr;
+  for (const TunedOperator& op : r.operators) {
+    report::OperatorResult result;
+    result.name = op.name;
+    result.module = op.report.module;
+    result.records = tune::read_records_any_machine(op.records_path);
+    result.threads = o.tune.threads;
+    input.operators.push_back(std::move(result));
+  }
+  report::write_tuning_report(input, o.report_dir);
+  fmt::print("report: {}/index.html\n", o.report_dir);
+}
+
+}  // namespace
+
+TuneWorkloadResult tune_workload(const TuneWorkloadOptions& o) {
+  TuneWorkloadResult r;
+  r.workload = resolve_workload(o);
+  check_options(o);
+  const std::string out = output_path(o, r.workload);
+  for (const tune::WorkloadOperator& op : r.workload.operators)
+    r.operators.push_back(tune_operator(o, r.workload, op, out));
+  r.bench = bench_modules(o, r.operators);
+  if (!o.report_dir.empty()) write_report(o, r);
+  return r;
+}
+
+void evaluate_model(const TuneWorkloadOptions& o) {
+  resolve_workload(o);  // a bad workload is reported first, as by tune_workload
+  check_options(o);
+  if (!o.op || o.tune.records_path.empty())
+    user_error("--evaluate-model needs --op ... and --records FILE");
+  tune::RecordFile records = tune::RecordFile::open(
+      {o.tune.records_path, tune::workload_json(*o.op, o.tune.threads), tune::this_machine()});
+  tune::ModelEvaluation e = tune::evaluate_cost_model(*o.op, o.tune.threads, records.records());
+  fmt::print(
+      "cost model on {}: trained on {} records, pairwise ranking accuracy {:.3f} on {} "
+      "held-out records ({:.3f} on the pairs that differ by more than 5%)\n",
+      o.tune.records_path, e.train, e.accuracy, e.test, e.accuracy_beyond_noise);
+}
+
+}  // namespace dietcode::workflow
