@@ -52,16 +52,14 @@ std::vector<ShapeRow> shape_table(const runtime::ModuleSpec& module,
   }
   // The dispatched kernel's numbers: the median of its records at the shape, as the
   // tuner's selection scores a measured (shape, kernel) pair.
-  std::vector<std::string> kernel_text;
-  for (const auto& k : module.kernels) kernel_text.push_back(schedule::to_json_text(k));
   std::vector<std::vector<double>> selected(shapes.size());
   for (const tune::TuningRecord& r : records) {
     auto it = index.find(r.shape);
     if (!r.ok() || !(r.gflops > 0) || it == index.end()) continue;
     ShapeRow& row = rows[it->second];
     row.best_gflops = std::max(row.best_gflops, r.gflops);
-    if (row.kernel >= 0 && size_t(row.kernel) < kernel_text.size() &&
-        schedule::to_json_text(r.schedule) == kernel_text[row.kernel])
+    if (row.kernel >= 0 && size_t(row.kernel) < module.kernels.size() &&
+        r.schedule == module.kernels[row.kernel])
       selected[it->second].push_back(r.gflops);
   }
   for (size_t i = 0; i < rows.size(); ++i) {

@@ -23,6 +23,14 @@ bool chance(std::mt19937_64& rng, double p) {
   return std::uniform_real_distribution<double>(0, 1)(rng) < p;
 }
 
+// Ansor's blocks: the multiples of `tile` up to `cap` that divide `extent`.
+std::vector<int64_t> dividing_multiples(int64_t tile, int64_t cap, int64_t extent) {
+  std::vector<int64_t> out;
+  for (int64_t b = tile; b <= cap; b += tile)
+    if (extent % b == 0) out.push_back(b);
+  return out;
+}
+
 void unique_sorted(std::vector<int64_t>& v) {
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -126,8 +134,7 @@ std::vector<int64_t> SearchSpace::mc_choices(int64_t mr, int64_t kc, const Exten
   int64_t cap = round_up(max_.m, mr);
   std::vector<int64_t> out;
   if (kind_ == SpaceKind::Divisors) {
-    for (int64_t mc = mr; mc <= cap; mc += mr)
-      if (max_.m % mc == 0) out.push_back(mc);
+    out = dividing_multiples(mr, cap, max_.m);
   } else {
     // Powers of two of tiles, a split across the cores, and the whole M; blocks whose
     // A panel fits in L2 (the packed A block is reused across the N tiles).
@@ -147,8 +154,7 @@ std::vector<int64_t> SearchSpace::nc_choices(int64_t nr, int64_t kc, const Exten
   int64_t cap = round_up(max_.n, nr);
   std::vector<int64_t> out;
   if (kind_ == SpaceKind::Divisors) {
-    for (int64_t nc = nr; nc <= cap; nc += nr)
-      if (max_.n % nc == 0) out.push_back(nc);
+    out = dividing_multiples(nr, cap, max_.n);
   } else {
     // Splits of N across the cores (1..4 tasks per core), and power-of-two panels whose
     // packed B block fits in L2.
