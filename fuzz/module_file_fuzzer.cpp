@@ -11,6 +11,7 @@
 
 #include "fuzz/fuzz_support.h"
 #include "runtime/module.h"
+#include "schedule/isa.h"
 #include "support/error.h"
 
 namespace {
@@ -55,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_round_trip(m, "to_json + module_spec_from_json");
   check_dispatch(m);
   check_informative_fields(m);
-  for (const char* isa : {"avx2", "avx512"}) {
+  for (dietcode::schedule::Isa isa : {dietcode::schedule::Isa::Avx2, dietcode::schedule::Isa::Avx512}) {
     ModuleSpec r = must([&] { return dietcode::runtime::retarget(m, isa); }, "retarget");
     check_round_trip(r, "retarget");
   }
