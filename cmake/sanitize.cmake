@@ -6,7 +6,8 @@
 #         -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19
 #
 # Every target is instrumented (libraries, the CLI, the measurement worker, the peer
-# plugins, tests, examples), with two narrow exceptions set next to their targets:
+# plugins, tests, examples), with two narrow exceptions applied at the end of this file
+# (and no -fsanitize=function anywhere; see below):
 # - the sources that include LLVM headers are built without -fsanitize=vptr: libLLVM is
 #   built without RTTI, so its vtables carry no type_info and the vptr check would report
 #   every virtual call on an LLJIT, TargetMachine or raw_ostream as a type mismatch;
