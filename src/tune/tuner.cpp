@@ -23,12 +23,23 @@ namespace {
 
 using schedule::MicroKernelSchedule;
 
+// The correct records: every one may be a selection candidate.
 std::vector<const TuningRecord*> ok_records(const std::vector<TuningRecord>& a,
                                             const std::vector<TuningRecord>& b = {}) {
   std::vector<const TuningRecord*> out;
   for (const auto* v : {&a, &b})
     for (const TuningRecord& r : *v)
       if (r.ok() && r.gflops > 0) out.push_back(&r);
+  return out;
+}
+
+// What the cost model learns from: the correct records not marked disturbed (a time a
+// neighbour inflated would teach f_MK a wrong throughput).
+std::vector<const TuningRecord*> clean_records(const std::vector<TuningRecord>& a,
+                                               const std::vector<TuningRecord>& b = {}) {
+  std::vector<const TuningRecord*> out;
+  for (const TuningRecord* r : ok_records(a, b))
+    if (r->clean()) out.push_back(r);
   return out;
 }
 
@@ -119,6 +130,7 @@ void measure_and_record(Measurer& measurer, RecordFile& records, const std::vect
     rec.max_rel_err = r.max_rel_err;
     rec.compile_seconds = r.compile_seconds;
     rec.error = r.error;
+    if (r.error.empty()) rec.timing = r.timing;
     if (rec.error.empty() && !(rec.seconds > 0)) rec.error = "no time measured";
     records.append(rec);
     progress.trial_done(rec.ok());
@@ -262,13 +274,15 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
     if (r.origin == Origin::Calibration) calibrated = true;
   while (progress.done() < o.trials) {
     ++round;
-    model.fit(ok_records(records.records(), warm));
+    model.fit(clean_records(records.records(), warm));
     // Seeds: the search's own candidates (measured at S*), by intrinsic throughput.
     std::vector<const TuningRecord*> searched;
     for (const TuningRecord& r : records.records())
       if (r.origin == Origin::Joint) searched.push_back(&r);
     Seeds seeds = rank_seeds(searched, [&](const TuningRecord& r) { return model.intrinsic_gflops(r); });
     ctx.trials_so_far = progress.done();
+    ctx.rule_seeds.clear();
+    if (progress.done() == 0) ctx.rule_seeds = space.seeds_for_shapes();
     // This round's budget: search candidates, then probes, then (once) calibration.
     const bool seeded = seeds.best_first.size() >= size_t(o.search.measure_per_round);
     int count = int(std::min<int64_t>(o.search.measure_per_round, o.trials - progress.done()));
@@ -360,6 +374,7 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
       std::vector<const TuningRecord*> mine = own(), mine_ok;
       for (const TuningRecord* r : mine)
         if (r->ok() && r->gflops > 0) mine_ok.push_back(r);
+      std::erase_if(mine_ok, [](const TuningRecord* r) { return !r->clean(); });
       model.fit(mine_ok);
       Seeds seeds = rank_seeds(mine, [](const TuningRecord& r) { return r.gflops; });
       ctx.trials_so_far = done;
@@ -397,7 +412,7 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
   std::vector<TuningRecord> all;
   for (const TuningRecord& r : records.records())
     if (r.origin == Origin::PerShape) all.push_back(r);
-  model.fit(ok_records(all, warm));
+  model.fit(clean_records(all, warm));
   report.module = build_module(o, model, winners, ok_records(all), int(winners.size()), report.notes);
   return report;
 }
@@ -452,7 +467,7 @@ TuneReport tune(const TuneOptions& o) {
 ModelEvaluation evaluate_cost_model(const ops::OperatorSpec& spec, int threads,
                                     const std::vector<TuningRecord>& records) {
   te::Operator op = spec.build();
-  std::vector<const TuningRecord*> ok = ok_records(records);
+  std::vector<const TuningRecord*> ok = clean_records(records);
   // Split by schedule (its digest): a kernel is never on both sides.
   std::vector<const TuningRecord*> train, test;
   for (const TuningRecord* r : ok) (r->schedule.digest() % 5 == 0 ? test : train).push_back(r);
