@@ -66,7 +66,7 @@ struct MeasureOptions {
   // was disturbed (a neighbour took the core for part of it): it is timed again, up to
   // `max_attempts` in all, keeping the least spread attempt; if every attempt was
   // disturbed the result is marked so (TimingSpread::disturbed) and not learned from.
-  double disturbed_spread = 0.10;
+  double disturbed_spread = 0.25;
   int max_attempts = 3;
   double tolerance = 1e-4;       // relative error allowed against the reference
   bool allow_faults = false;     // tests: honour MeasureRequest::fault

@@ -174,7 +174,7 @@ struct TimingPlan {
       : per_repeat(init.value("seconds_per_repeat", 0.005)),
         repeats(std::max(1, init.value("repeats", 5))),
         max_attempts(std::max(1, init.value("max_attempts", 3))),
-        disturbed_spread(init.value("disturbed_spread", 0.10)),
+        disturbed_spread(init.value("disturbed_spread", 0.25)),
         use_min(init.value("estimator", "min") == "min") {}
 };
 
