@@ -64,8 +64,7 @@ double ns_per_call(const F& call, int64_t calls) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  runtime::ModuleSpec spec =
-      argc > 1 ? runtime::load_module_spec(argv[1]) : synthetic_module();
+  runtime::ModuleSpec spec = argc > 1 ? runtime::load_module_spec(argv[1]) : synthetic_module();
   runtime::Module module = runtime::Module::compile(spec);
   const std::vector<int64_t> shape = {1};
   const te::Operator& op = module.op();
@@ -98,8 +97,9 @@ int main(int argc, char** argv) {
     best_direct = std::min(best_direct, ns_per_call(direct, calls));
     best_module = std::min(best_module, ns_per_call(dispatched, calls));
   }
-  fmt::print("dispatch overhead at M = 1 ({} kernels, tree depth {}, {} calls per block, best of 21)\n",
-             module.num_kernels(), spec.dispatch.depth(), calls);
+  fmt::print(
+      "dispatch overhead at M = 1 ({} kernels, tree depth {}, {} calls per block, best of 21)\n",
+      module.num_kernels(), spec.dispatch.depth(), calls);
   fmt::print("  Kernel::run directly     {:8.1f} ns/call\n", best_direct);
   fmt::print("  Module::run (dispatched) {:8.1f} ns/call\n", best_module);
   fmt::print("  difference               {:8.1f} ns/call\n", best_module - best_direct);

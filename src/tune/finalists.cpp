@@ -120,8 +120,8 @@ FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
       double log_ratio = 0;
       if (!ratio.empty()) {
         // Linear in the first shape variable between the nearest measured shapes.
-        auto above = std::find_if(ratio.begin(), ratio.end(),
-                                  [&](const auto& p) { return p.first > s; });
+        auto above =
+            std::find_if(ratio.begin(), ratio.end(), [&](const auto& p) { return p.first > s; });
         if (above == ratio.begin()) {
           log_ratio = above->second;
         } else if (above == ratio.end()) {

@@ -25,9 +25,9 @@
 namespace dietcode::tune {
 
 struct FinalistParams {
-  int shapes = 12;          // declared shapes sampled (all of them when fewer); 0: no finals
-  int per_shape = 3;        // best candidates of each sampled shape
-  int max_per_window = 5;   // kernels timed side by side on one shape
+  int shapes = 12;         // declared shapes sampled (all of them when fewer); 0: no finals
+  int per_shape = 3;       // best candidates of each sampled shape
+  int max_per_window = 5;  // kernels timed side by side on one shape
 };
 
 struct FinalistWindow {

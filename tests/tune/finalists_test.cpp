@@ -2,6 +2,8 @@
 // the finalist plan and the scores selection decides from; the sketch-rule seeds; the
 // tuner end to end with finals appended, resumed without re-measuring, at 1 and 2
 // threads.
+#include "tune/finalists.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -15,7 +17,6 @@
 #include "runtime/module.h"
 #include "support/int_math.h"
 #include "test_support.h"
-#include "tune/finalists.h"
 #include "tune/search_space.h"
 #include "tune/tuner.h"
 
@@ -227,8 +228,12 @@ class FinalistsTunerTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(FinalistsTunerTest, OneThread) { tune_and_check(1); }
-TEST_F(FinalistsTunerTest, TwoThreads) { tune_and_check(2); }
+TEST_F(FinalistsTunerTest, OneThread) {
+  tune_and_check(1);
+}
+TEST_F(FinalistsTunerTest, TwoThreads) {
+  tune_and_check(2);
+}
 
 TEST_F(FinalistsTunerTest, AKilledFinalPhaseResumesTheMissingWindows) {
   TuneOptions o = options(32, 1);
@@ -237,8 +242,7 @@ TEST_F(FinalistsTunerTest, AKilledFinalPhaseResumesTheMissingWindows) {
   // Drop the last window's finals, as a run killed during it would have left the file.
   std::vector<int64_t> last = recs.back().shape;
   size_t kept = recs.size();
-  while (kept > 0 && recs[kept - 1].origin == Origin::Final && recs[kept - 1].shape == last)
-    --kept;
+  while (kept > 0 && recs[kept - 1].origin == Origin::Final && recs[kept - 1].shape == last) --kept;
   size_t dropped = recs.size() - kept;
   ASSERT_GT(dropped, 0u);
   fs::remove(o.records_path);
