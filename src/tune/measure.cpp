@@ -12,6 +12,7 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 
 #include "support/error.h"
@@ -130,6 +131,18 @@ class WorkerProcess {
   std::string buffer_;
 };
 
+// A worker's reply for one timed kernel into a result.
+void read_timing(const nlohmann::json& r, MeasureResult& out) {
+  out.seconds = r.value("seconds", 0.0);
+  out.gflops = r.value("gflops", 0.0);
+  out.max_rel_err = r.value("max_rel_err", 0.0);
+  out.timing.min_seconds = r.value("min_seconds", out.seconds);
+  out.timing.median_seconds = r.value("median_seconds", out.seconds);
+  out.timing.spread = r.value("spread", 0.0);
+  out.timing.attempts = r.value("attempts", 1);
+  out.timing.disturbed = r.value("disturbed", false);
+}
+
 }  // namespace
 
 std::string default_worker_path() {
@@ -145,6 +158,12 @@ struct Measurer::Impl {
   nlohmann::json init;
   std::vector<std::unique_ptr<WorkerProcess>> workers;
   std::vector<int> generation;  // per worker slot: bumped on every restart
+  // Kernels compiled in worker 0 for side-by-side measurement: id and the generation
+  // of the worker that holds them.
+  std::unordered_map<schedule::MicroKernelSchedule, std::pair<int64_t, int>,
+                     schedule::ScheduleHash>
+      side_by_side;
+  int64_t next_side_id = int64_t(1) << 40;  // apart from measure()'s batch indices
 
   WorkerProcess& worker(int w) {
     if (!workers[w]) workers[w] = std::make_unique<WorkerProcess>(o.worker_path, init, o.allow_faults);
@@ -207,7 +226,10 @@ Measurer::Measurer(const ops::OperatorSpec& op, const MeasureOptions& options)
                  {"threads", options.threads},
                  {"seconds_per_repeat", options.seconds_per_repeat},
                  {"repeats", options.repeats},
-                 {"tolerance", options.tolerance}};
+                 {"tolerance", options.tolerance},
+                 {"estimator", options.estimator == Estimator::Min ? "min" : "median"},
+                 {"disturbed_spread", options.disturbed_spread},
+                 {"max_attempts", options.max_attempts}};
   impl_->workers.resize(impl_->o.workers);
   impl_->generation.assign(impl_->o.workers, 0);
 }
@@ -282,9 +304,7 @@ std::vector<MeasureResult> Measurer::measure(
       if (r.contains("error")) {
         results[i].error = r["error"].get<std::string>();
       } else {
-        results[i].seconds = r.value("seconds", 0.0);
-        results[i].gflops = r.value("gflops", 0.0);
-        results[i].max_rel_err = r.value("max_rel_err", 0.0);
+        read_timing(r, results[i]);
       }
       finish(i);
     }
@@ -294,6 +314,51 @@ std::vector<MeasureResult> Measurer::measure(
       results[i].error = "not measured";
       finish(i);
     }
+  return results;
+}
+
+std::vector<MeasureResult> Measurer::measure_side_by_side(
+    const std::vector<schedule::MicroKernelSchedule>& kernels, const std::vector<int64_t>& shape,
+    const std::string& fault) {
+  Impl& m = *impl_;
+  std::vector<MeasureResult> results(kernels.size());
+  std::vector<size_t> ready;
+  std::vector<int64_t> ids;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    auto it = m.side_by_side.find(kernels[i]);
+    if (it == m.side_by_side.end() || it->second.second != m.generation[0] || !m.workers[0]) {
+      int64_t id = m.next_side_id++;
+      nlohmann::json r = m.call(
+          0, {{"cmd", "compile"}, {"id", id}, {"schedule", schedule::to_json(kernels[i])}},
+          m.o.compile_timeout, "compiling");
+      if (r.contains("error")) {
+        results[i].error = r["error"].get<std::string>();
+        continue;
+      }
+      results[i].compile_seconds = r.value("compile_seconds", 0.0);
+      it = m.side_by_side.insert_or_assign(kernels[i], std::pair{id, m.generation[0]}).first;
+    }
+    ready.push_back(i);
+    ids.push_back(it->second.first);
+  }
+  if (ready.empty()) return results;
+  nlohmann::json request = {{"cmd", "measure_set"}, {"id", 0}, {"kernels", ids}, {"shape", shape}};
+  if (!fault.empty()) request["fault"] = fault;
+  nlohmann::json r = m.call(0, request, m.o.measure_timeout * double(ready.size()),
+                            "measuring side by side");
+  if (r.contains("error") || !r.contains("results") || r["results"].size() != ready.size()) {
+    std::string why =
+        r.contains("error") ? r["error"].get<std::string>() : "worker sent no result per kernel";
+    for (size_t i : ready) results[i].error = why;
+    return results;
+  }
+  for (size_t j = 0; j < ready.size(); ++j) {
+    const nlohmann::json& one = r["results"][j];
+    if (one.contains("error"))
+      results[ready[j]].error = one["error"].get<std::string>();
+    else
+      read_timing(one, results[ready[j]]);
+  }
   return results;
 }
 

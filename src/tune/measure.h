@@ -6,7 +6,13 @@
 //   batch split over W workers  -- compile --> each compiles its share (in parallel)
 //   one worker at a time        -- measure --> first run checked against the float64
 //                                              reference (output poisoned first), then
-//                                              warm-up + repeated bursts, median
+//                                              warm-up + repeated bursts; the bursts'
+//                                              min, median and inter-quartile spread;
+//                                              a disturbed attempt (spread beyond
+//                                              `disturbed_spread`) is timed again, at
+//                                              most `max_attempts` times, else marked
+//   side by side (finalists)    -- measure_set --> several kernels on one shape, each
+//                                              checked, then timed in interleaved rounds
 //   timeout / EOF / bad reply   --> error record, worker restarted, batch goes on
 //
 // Timing runs on one worker at a time while the others wait, so the cores it uses
@@ -20,22 +26,32 @@
 
 #include "ops/spec.h"
 #include "schedule/micro_kernel.h"
+#include "tune/records.h"
 
 namespace dietcode::tune {
 
 struct MeasureRequest {
   schedule::MicroKernelSchedule schedule;
   std::vector<int64_t> shape;
-  std::string fault;  // tests only: "crash", "hang" or "wrong" (needs allow_faults)
+  // Tests only (needs allow_faults): "crash", "hang", "wrong", "slow" (every other
+  // burst of every attempt sleeps: always disturbed) or "slow-once" (the first attempt
+  // only: disturbed, then re-measured clean).
+  std::string fault;
 };
 
 struct MeasureResult {
-  double seconds = 0;  // median time of one call
+  double seconds = 0;  // time of one call, by MeasureOptions::estimator
   double gflops = 0;
+  TimingSpread timing;  // the bursts behind `seconds`
   double max_rel_err = 0;
   double compile_seconds = 0;
   std::string error;  // empty: compiled, correct and timed
 };
+
+// Which statistic of the timing bursts is a measurement's figure. Min: on a shared
+// machine noise only ever adds time, so the fastest burst is the least disturbed one
+// (evidence in README.md, "Which estimator").
+enum class Estimator : uint8_t { Min, Median };
 
 struct MeasureOptions {
   std::string worker_path;       // the dietcode-worker executable
@@ -44,7 +60,14 @@ struct MeasureOptions {
   double compile_timeout = 60;   // seconds per kernel
   double measure_timeout = 30;   // seconds per measurement (check + timing)
   double seconds_per_repeat = 0.01;  // timed time per repeat burst
-  int repeats = 7;               // bursts; the median call time is reported
+  int repeats = 7;               // bursts per attempt
+  Estimator estimator = Estimator::Min;
+  // An attempt whose bursts' inter-quartile range exceeds this fraction of their median
+  // was disturbed (a neighbour took the core for part of it): it is timed again, up to
+  // `max_attempts` in all, keeping the least spread attempt; if every attempt was
+  // disturbed the result is marked so (TimingSpread::disturbed) and not learned from.
+  double disturbed_spread = 0.25;
+  int max_attempts = 3;
   double tolerance = 1e-4;       // relative error allowed against the reference
   bool allow_faults = false;     // tests: honour MeasureRequest::fault
 };
@@ -60,6 +83,15 @@ class Measurer {
   std::vector<MeasureResult> measure(
       const std::vector<MeasureRequest>& batch,
       const std::function<void(size_t, const MeasureResult&)>& on_result = {});
+  // Several kernels on one shape in the same time window: each is checked against the
+  // float64 reference, then `repeats` rounds cycle through them (a warm call, then a
+  // timed burst each), so machine drift hits all alike; each kernel's figure is its
+  // estimator over its rounds. Kernels stay compiled in the worker between calls (keyed
+  // by schedule), so finalists met again on another shape are not compiled twice.
+  // A window whose rounds were disturbed is timed again, as in measure().
+  std::vector<MeasureResult> measure_side_by_side(
+      const std::vector<schedule::MicroKernelSchedule>& kernels,
+      const std::vector<int64_t>& shape, const std::string& fault = "");
 
  private:
   struct Impl;

@@ -108,14 +108,17 @@ std::string_view to_string(Origin o) {
     case Origin::Probe: return "probe";
     case Origin::Calibration: return "calibration";
     case Origin::PerShape: return "per-shape";
+    case Origin::Final: return "final";
   }
   return "?";
 }
 
 Origin parse_origin(std::string_view text) {
-  for (Origin o : {Origin::Joint, Origin::Probe, Origin::Calibration, Origin::PerShape})
+  for (Origin o :
+       {Origin::Joint, Origin::Probe, Origin::Calibration, Origin::PerShape, Origin::Final})
     if (text == to_string(o)) return o;
-  user_error("record: unknown origin '{}'; expected joint, probe, calibration or per-shape", text);
+  user_error(
+      "record: unknown origin '{}'; expected joint, probe, calibration, per-shape or final", text);
 }
 
 nlohmann::json to_json(const TuningRecord& r) {
@@ -128,6 +131,13 @@ nlohmann::json to_json(const TuningRecord& r) {
                       {"compile_seconds", r.compile_seconds},
                       {"error", r.error},
                       {"unix_time", r.unix_time}};
+  if (r.timing) {
+    j["min_seconds"] = r.timing->min_seconds;
+    j["median_seconds"] = r.timing->median_seconds;
+    j["spread"] = r.timing->spread;
+    j["attempts"] = r.timing->attempts;
+    j["disturbed"] = r.timing->disturbed;
+  }
   return j;
 }
 
@@ -161,6 +171,20 @@ TuningRecord record_from_json(const nlohmann::json& j) {
     r.error = j.at("error").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     user_error("record: {}", e.what());
+  }
+  // The spread fields come together or not at all (an older record: unknown).
+  if (j.contains("spread")) {
+    TimingSpread t;
+    try {
+      t.min_seconds = j.at("min_seconds").get<double>();
+      t.median_seconds = j.at("median_seconds").get<double>();
+      t.spread = j.at("spread").get<double>();
+      t.disturbed = j.at("disturbed").get<bool>();
+    } catch (const nlohmann::json::exception& e) {
+      user_error("record: timing spread: {}", e.what());
+    }
+    t.attempts = int(integer("attempts"));
+    r.timing = t;
   }
   if (r.shape.empty()) user_error("record: empty shape");
   if (r.ok() && !(r.seconds > 0)) user_error("record: a successful measurement needs seconds > 0");
@@ -230,6 +254,10 @@ void RecordFile::append(const TuningRecord& r) {
   for (double* v : {&stamped.seconds, &stamped.gflops, &stamped.max_rel_err,
                     &stamped.compile_seconds})
     if (!std::isfinite(*v)) *v = -1;
+  if (stamped.timing)
+    for (double* v : {&stamped.timing->min_seconds, &stamped.timing->median_seconds,
+                      &stamped.timing->spread})
+      if (!std::isfinite(*v)) *v = -1;
   if (stamped.unix_time == 0)
     stamped.unix_time = std::chrono::duration_cast<std::chrono::seconds>(
                             std::chrono::system_clock::now().time_since_epoch())

@@ -5,7 +5,11 @@
 //                     "machine": {...}}
 //   line 2.. record  {"schedule": {...}, "shape": [..], "origin": "joint", "seconds": s,
 //                     "gflops": g, "max_rel_err": e, "compile_seconds": c, "error": "",
-//                     "unix_time": t}
+//                     "unix_time": t, "min_seconds": m, "median_seconds": d, "spread": q,
+//                     "attempts": a, "disturbed": false}
+// The five timing-spread fields were added within version 1: a record written before
+// them loads with its spread unknown (TuningRecord::timing empty), and is learned from
+// as before.
 // Each record is appended with one write() and fsync'ed before the tuner goes on, so a
 // run killed at any point loses at most the record being written; a torn last line (no
 // newline: the process died mid-write) is dropped with a warning when the file is
@@ -30,11 +34,24 @@ enum class Origin : uint8_t {
   Probe,        // "probe": a measured kernel measured again on a declared shape
   Calibration,  // "calibration": a kernel at 1, 2, 3 tasks, to fit occ's exponent
   PerShape,     // "per-shape": a candidate of the per-shape (Ansor-style) baseline
+  Final,        // "final": a finalist re-measured side by side with its rivals on one
+                // declared shape before selection (tune/finalists.h)
 };
 std::string_view to_string(Origin o);
 Origin parse_origin(std::string_view text);  // throws dietcode::Error
 // Joint-run trials: what counts against `--trials` of a joint run.
-inline bool is_joint_trial(Origin o) { return o != Origin::PerShape; }
+// (Final re-measurements are not trials: they cost tuning time, not budget.)
+inline bool is_joint_trial(Origin o) { return o != Origin::PerShape && o != Origin::Final; }
+
+// How a measurement's timing bursts spread (tune/measure.h): what says whether the
+// machine disturbed it. Absent in records written before the fields existed.
+struct TimingSpread {
+  double min_seconds = 0;     // fastest burst (per call)
+  double median_seconds = 0;  // median burst (per call)
+  double spread = 0;          // inter-quartile range of the bursts / median
+  int attempts = 1;           // measurement attempts made (re-measured while disturbed)
+  bool disturbed = false;     // every attempt's spread was beyond the threshold
+};
 
 struct TuningRecord {
   schedule::MicroKernelSchedule schedule;
@@ -46,8 +63,11 @@ struct TuningRecord {
   double compile_seconds = 0;
   std::string error;  // empty: measured and correct
   int64_t unix_time = 0;
+  std::optional<TimingSpread> timing;  // empty: unknown (an older record)
 
   bool ok() const { return error.empty(); }
+  // Correct and not marked disturbed: what the cost model learns from.
+  bool clean() const { return ok() && !(timing && timing->disturbed); }
 };
 
 nlohmann::json to_json(const TuningRecord& r);

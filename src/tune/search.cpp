@@ -53,10 +53,12 @@ std::vector<schedule::MicroKernelSchedule> propose_batch(
     int count, std::mt19937_64& rng) {
   const SearchSpace& space = *ctx.space;
   const ShapeExtents& shapes = space.extents();
-  // Initial population: the measured winners, then fresh samples.
+  // Initial population: the measured winners, the rule seeds, then fresh samples.
   std::vector<schedule::MicroKernelSchedule> pop;
   for (size_t i = 0; i < seeds.size() && int(pop.size()) < params.population / 4; ++i)
     pop.push_back(seeds[i]);
+  for (size_t i = 0; i < ctx.rule_seeds.size() && int(pop.size()) < params.population / 2; ++i)
+    pop.push_back(ctx.rule_seeds[i]);
   while (int(pop.size()) < params.population) pop.push_back(space.sample(rng));
   dedupe(pop);
 
@@ -101,14 +103,17 @@ std::vector<schedule::MicroKernelSchedule> propose_batch(
   std::vector<size_t> order(pop.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return fit[a] > fit[b]; });
-  std::vector<schedule::MicroKernelSchedule> pool;
+  std::vector<schedule::MicroKernelSchedule> pool, batch;
   ScheduleSet chosen = measured;
+  for (const auto& s : ctx.rule_seeds) {
+    if (int(batch.size()) >= count / 2) break;
+    if (chosen.insert(s).second) batch.push_back(s);
+  }
   for (size_t i : order) {
     if (int(pool.size()) >= params.top_pool) break;
     if (chosen.insert(pop[i]).second) pool.push_back(pop[i]);
   }
   int random_count = int(std::round(count * params.random_fraction));
-  std::vector<schedule::MicroKernelSchedule> batch;
   for (const auto& s : pool) {
     if (int(batch.size()) >= count - random_count) break;
     batch.push_back(s);

@@ -1,7 +1,8 @@
 // The evolutionary search over micro-kernels (../../shared/DIETCODE.md, "Joint
 // search"): one round proposes the next batch of candidates to measure.
 //
-//   population  measured winners mutated + fresh samples, `population` in all
+//   population  measured winners + the round-1 rule seeds + fresh samples, mutated;
+//               `population` in all
 //   generations fitness-proportional selection; with `mutation_probability` a child
 //               is its parent mutated toward one shape, picked with probability
 //               proportional to weight(S) * predicted latency(S)
@@ -48,6 +49,10 @@ struct SearchContext {
   const CostModel* model = nullptr;
   std::vector<double> weights;  // per shape in space->extents()
   int64_t trials_so_far = 0;
+  // The sketch-rule seeds (SearchSpace::seeds_for_shapes), given in round 1: they join
+  // the initial population, and up to half of the round's batch measures the unmeasured
+  // ones (in the tie-heavy first round, fitness alone would pick among them by chance).
+  std::vector<schedule::MicroKernelSchedule> rule_seeds;
 };
 
 // One round: up to `count` new candidates (none of them in `measured`).

@@ -1,6 +1,7 @@
 #include "tune/search_space.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "support/error.h"
 #include "support/int_math.h"
@@ -216,6 +217,94 @@ MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
   s.nc = vec_.width;
   schedule::bind(s, op_, c_);
   user_error("operator {}: the search space has no valid micro-kernel", op_.name);
+}
+
+std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const {
+  // The tile heights that waste at most kSeedPadding of the rows, tallest first (more
+  // accumulators per loaded B vector), at most three of them.
+  const int64_t max_mr = (vec_.registers - 2) / 1;  // one vector wide
+  std::vector<int64_t> heights;
+  for (int64_t mr = std::min(max_mr, e.m); mr >= 1 && heights.size() < 3; --mr) {
+    double used = double(e.m) / double(round_up(e.m, mr));
+    if (used >= 1.0 - kSeedPadding) heights.push_back(mr);
+  }
+  std::vector<MicroKernelSchedule> out;
+  for (int64_t mr : heights) {
+    MicroKernelSchedule s;
+    s.isa = vec_.isa;
+    s.mr = mr;
+    // The widest tile: mr * v accumulators + v B vectors + one A broadcast in registers,
+    // no wider than N needs and than the sampled space goes (8 vectors).
+    int64_t v = std::min({(vec_.registers - 1) / (mr + 1), int64_t(8), ceil_div(e.n, vec_.width)});
+    if (v < 1) continue;
+    s.nr = v * vec_.width;
+    // k-block: the A and B micro-panels (mr + nr floats per k) in L1, split evenly over K.
+    int64_t kc_cap = std::max<int64_t>(8, kL1Bytes / (4 * (s.mr + s.nr)) / 8 * 8);
+    int64_t kc = max_.k;
+    for (int64_t j = 1; j <= 64; ++j) {
+      kc = std::min(max_.k, round_up(ceil_div(e.k, j), 8));
+      if (kc <= kc_cap) break;
+    }
+    s.kc = kc;
+    // Blocks in L2 (half of it for each packed operand); the parallel axis where the
+    // tasks fill the cores.
+    int64_t mc_cap = std::max(s.mr, (kL2Bytes / 2) / (4 * s.kc) / s.mr * s.mr);
+    int64_t nc_cap = std::max(s.nr, (kL2Bytes / 2) / (4 * s.kc) / s.nr * s.nr);
+    s.mc = std::min(mc_cap, round_up(max_.m, s.mr));
+    s.nc = std::min(nc_cap, round_up(max_.n, s.nr));
+    if (threads_ == 1) {
+      s.parallel = ParallelAxis::None;
+    } else if (!c_.batch_axes.empty()) {
+      s.parallel = ParallelAxis::Batch;  // 12 heads x batch: tasks enough for the cores
+    } else if (ceil_div(e.m, s.mr) >= threads_) {
+      s.parallel = ParallelAxis::M;
+      s.mc = std::min(mc_cap, round_up(ceil_div(e.m, threads_), s.mr));
+    } else {
+      s.parallel = ParallelAxis::N;
+      s.nc = std::min(nc_cap, round_up(ceil_div(e.n, threads_), s.nr));
+    }
+    s.loop_order = {Axis::N, Axis::K, Axis::M};
+    s.inner_tile_loop = Axis::M;
+    s.unroll_k = 4;
+    s.pack_a = schedule::PackA::Packed;
+    s.pack_b = c_.b.constant ? schedule::PackB::Prepacked : schedule::PackB::PerBlock;
+    if (valid(s)) out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<MicroKernelSchedule> SearchSpace::seeds_for_shapes() const {
+  // Shapes from the ends inward (1, 128, 64, 32, 96, ...): a prefix of the seeds covers
+  // the range, not just its start.
+  std::vector<size_t> order;
+  std::vector<std::pair<size_t, size_t>> spans = {{0, extents_.size()}};
+  std::vector<bool> taken(extents_.size(), false);
+  auto take = [&](size_t i) {
+    if (i < taken.size() && !taken[i]) {
+      taken[i] = true;
+      order.push_back(i);
+    }
+  };
+  take(0);
+  take(extents_.size() - 1);
+  for (size_t head = 0; head < spans.size(); ++head) {
+    auto [lo, hi] = spans[head];
+    if (hi - lo < 2) continue;
+    size_t mid = lo + (hi - lo) / 2;
+    take(mid);
+    spans.push_back({lo, mid});
+    spans.push_back({mid + 1, hi});
+  }
+  for (size_t i = 0; i < extents_.size(); ++i) take(i);
+  std::vector<std::vector<MicroKernelSchedule>> per_shape;
+  for (size_t i : order) per_shape.push_back(seeds_for(extents_[i]));
+  // Each shape's first seed, then each shape's second, ...
+  std::vector<MicroKernelSchedule> out;
+  std::unordered_set<MicroKernelSchedule, schedule::ScheduleHash> seen;
+  for (size_t rank = 0; rank < 3; ++rank)
+    for (const auto& seeds : per_shape)
+      if (rank < seeds.size() && seen.insert(seeds[rank]).second) out.push_back(seeds[rank]);
+  return out;
 }
 
 std::optional<MicroKernelSchedule> SearchSpace::mutate(std::mt19937_64& rng,

@@ -36,6 +36,17 @@ class SearchSpace {
   std::optional<schedule::MicroKernelSchedule> mutate(std::mt19937_64& rng,
                                                       const schedule::MicroKernelSchedule& s,
                                                       size_t shape_index) const;
+  // Ansor-style seeds from sketch rules: for each declared shape, the micro-kernels
+  // analysis says fit it: tile heights mr that cover its M with little padding (at most
+  // kSeedPadding wasted rows), for each the widest NR tile the register file holds
+  // beside mr rows of accumulators, a k-block whose A and B micro-panels stay in L1,
+  // m and n blocks whose packed panels stay in L2 (split over the cores when threads
+  // > 1, parallel over M when M gives every core a task, else over N), the BLIS loop
+  // order. Every seed is valid (schedule::bind); deduplicated; ordered so that a prefix
+  // spreads over the shapes (each shape's best seed first, from the ends inward).
+  std::vector<schedule::MicroKernelSchedule> seeds_for_shapes() const;
+  static constexpr double kSeedPadding = 0.125;
+
   const ShapeExtents& extents() const { return extents_; }
   const te::Operator& op() const { return op_; }
   SpaceKind kind() const { return kind_; }
@@ -47,6 +58,7 @@ class SearchSpace {
   std::vector<int64_t> kc_choices(const Extents* fit) const;
   std::vector<int64_t> mc_choices(int64_t mr, int64_t kc, const Extents* fit) const;
   std::vector<int64_t> nc_choices(int64_t nr, int64_t kc, const Extents* fit) const;
+  std::vector<schedule::MicroKernelSchedule> seeds_for(const Extents& e) const;
   void sample_knobs(std::mt19937_64& rng, schedule::MicroKernelSchedule& s) const;
 
   te::Operator op_;

@@ -14,6 +14,7 @@
 #include "support/error.h"
 #include "support/stats.h"
 #include "tune/cost_model.h"
+#include "tune/finalists.h"
 #include "tune/progress.h"
 #include "tune/select.h"
 
@@ -23,12 +24,23 @@ namespace {
 
 using schedule::MicroKernelSchedule;
 
+// The correct records: every one may be a selection candidate.
 std::vector<const TuningRecord*> ok_records(const std::vector<TuningRecord>& a,
                                             const std::vector<TuningRecord>& b = {}) {
   std::vector<const TuningRecord*> out;
   for (const auto* v : {&a, &b})
     for (const TuningRecord& r : *v)
       if (r.ok() && r.gflops > 0) out.push_back(&r);
+  return out;
+}
+
+// What the cost model learns from: the correct records not marked disturbed (a time a
+// neighbour inflated would teach f_MK a wrong throughput).
+std::vector<const TuningRecord*> clean_records(const std::vector<TuningRecord>& a,
+                                               const std::vector<TuningRecord>& b = {}) {
+  std::vector<const TuningRecord*> out;
+  for (const TuningRecord* r : ok_records(a, b))
+    if (r->clean()) out.push_back(r);
   return out;
 }
 
@@ -42,14 +54,12 @@ std::vector<std::vector<int64_t>> outside_shapes(const ops::OperatorSpec& op) {
   return out;
 }
 
-// A module from candidate kernels: score every (declared or outside) shape by
-// measurement where one exists, else by the cost model; select; fit the tree.
-runtime::ModuleSpec build_module(const TuneOptions& o, const CostModel& model,
-                                 const std::vector<MicroKernelSchedule>& candidates,
-                                 const std::vector<const TuningRecord*>& records, int max_kernels,
-                                 std::vector<std::string>& notes) {
+// The candidates' score[declared shape][kernel]: measurement where one exists (the
+// median of a kernel's records there), else the cost model.
+std::vector<std::vector<double>> candidate_scores(const TuneOptions& o, const CostModel& model,
+                                                  const std::vector<MicroKernelSchedule>& candidates,
+                                                  const std::vector<const TuningRecord*>& records) {
   std::vector<std::vector<int64_t>> declared = o.op.declared_shapes();
-  std::vector<double> weights = o.op.declared_weights();
   std::vector<std::vector<double>> predicted = model.predict_at_shapes(candidates, declared);
   std::vector<std::vector<double>> score(declared.size(), std::vector<double>(candidates.size()));
   for (size_t k = 0; k < candidates.size(); ++k)
@@ -71,6 +81,17 @@ runtime::ModuleSpec build_module(const TuneOptions& o, const CostModel& model,
     std::sort(v.begin(), v.end());
     score[sk.first][sk.second] = v[v.size() / 2];
   }
+  return score;
+}
+
+// A module from candidate kernels and their score on every declared shape: select; fit
+// the tree (outside the declared range, by the cost model).
+runtime::ModuleSpec build_module(const TuneOptions& o, const CostModel& model,
+                                 const std::vector<MicroKernelSchedule>& candidates,
+                                 const std::vector<std::vector<double>>& score, int max_kernels,
+                                 std::vector<std::string>& notes) {
+  std::vector<std::vector<int64_t>> declared = o.op.declared_shapes();
+  std::vector<double> weights = o.op.declared_weights();
   Selection sel = select_micro_kernels(score, weights, max_kernels);
   runtime::ModuleSpec m;
   m.op = o.op;
@@ -104,22 +125,29 @@ struct Trial {
   Origin origin;
 };
 
+TuningRecord to_record(const MicroKernelSchedule& s, const std::vector<int64_t>& shape,
+                       Origin origin, const MeasureResult& r) {
+  TuningRecord rec;
+  rec.schedule = s;
+  rec.shape = shape;
+  rec.origin = origin;
+  rec.seconds = r.error.empty() ? r.seconds : 0;
+  rec.gflops = r.error.empty() ? r.gflops : 0;
+  rec.max_rel_err = r.max_rel_err;
+  rec.compile_seconds = r.compile_seconds;
+  rec.error = r.error;
+  if (r.error.empty()) rec.timing = r.timing;
+  if (rec.error.empty() && !(rec.seconds > 0)) rec.error = "no time measured";
+  return rec;
+}
+
 // Measures a batch and appends every result the moment it is final.
 void measure_and_record(Measurer& measurer, RecordFile& records, const std::vector<Trial>& trials,
                         Progress& progress) {
   std::vector<MeasureRequest> requests;
   for (const Trial& t : trials) requests.push_back(t.request);
   measurer.measure(requests, [&](size_t i, const MeasureResult& r) {
-    TuningRecord rec;
-    rec.schedule = requests[i].schedule;
-    rec.shape = requests[i].shape;
-    rec.origin = trials[i].origin;
-    rec.seconds = r.error.empty() ? r.seconds : 0;
-    rec.gflops = r.error.empty() ? r.gflops : 0;
-    rec.max_rel_err = r.max_rel_err;
-    rec.compile_seconds = r.compile_seconds;
-    rec.error = r.error;
-    if (rec.error.empty() && !(rec.seconds > 0)) rec.error = "no time measured";
+    TuningRecord rec = to_record(requests[i].schedule, requests[i].shape, trials[i].origin, r);
     records.append(rec);
     progress.trial_done(rec.ok());
   });
@@ -262,13 +290,15 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
     if (r.origin == Origin::Calibration) calibrated = true;
   while (progress.done() < o.trials) {
     ++round;
-    model.fit(ok_records(records.records(), warm));
+    model.fit(clean_records(records.records(), warm));
     // Seeds: the search's own candidates (measured at S*), by intrinsic throughput.
     std::vector<const TuningRecord*> searched;
     for (const TuningRecord& r : records.records())
       if (r.origin == Origin::Joint) searched.push_back(&r);
     Seeds seeds = rank_seeds(searched, [&](const TuningRecord& r) { return model.intrinsic_gflops(r); });
     ctx.trials_so_far = progress.done();
+    ctx.rule_seeds.clear();
+    if (progress.done() == 0) ctx.rule_seeds = space.seeds_for_shapes();
     // This round's budget: search candidates, then probes, then (once) calibration.
     const bool seeded = seeds.best_first.size() >= size_t(o.search.measure_per_round);
     int count = int(std::min<int64_t>(o.search.measure_per_round, o.trials - progress.done()));
@@ -311,14 +341,51 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
   report.trials_total = progress.done();
   report.trials_this_run = progress.done() - progress.done_at_start();
   report.errors_total = progress.errors();
-  // Selection over every kernel measured correct somewhere.
-  model.fit(ok_records(records.records(), warm));
-  std::vector<const TuningRecord*> own = ok_records(records.records());
+  // Selection over every kernel measured correct somewhere, from the finalists' paired
+  // numbers. The plan is made without the finals themselves, so that a resumed run
+  // plans the same windows and skips those already measured.
+  std::vector<TuningRecord> trials_only;
+  for (const TuningRecord& r : records.records())
+    if (r.origin != Origin::Final) trials_only.push_back(r);
+  model.fit(clean_records(trials_only, warm));
+  std::vector<const TuningRecord*> own = ok_records(trials_only);
   std::vector<MicroKernelSchedule> candidates;
   ScheduleSet seen;
   for (const TuningRecord* r : own)
     if (seen.insert(r->schedule).second) candidates.push_back(r->schedule);
-  report.module = build_module(o, model, candidates, own, o.max_kernels, report.notes);
+  std::vector<std::vector<double>> score = candidate_scores(o, model, candidates, own);
+  std::vector<FinalistWindow> windows =
+      plan_finalists(shapes, candidates, score, o.finalists);
+  if (windows.empty()) {
+    report.module = build_module(o, model, candidates, score, o.max_kernels, report.notes);
+  } else {
+    auto final_start = std::chrono::steady_clock::now();
+    int measured_now = 0;
+    for (const FinalistWindow& w : windows) {
+      if (window_done(w, records.records())) continue;
+      std::vector<MeasureResult> r = measurer.measure_side_by_side(w.kernels, w.shape);
+      for (size_t i = 0; i < r.size(); ++i) {
+        TuningRecord rec = to_record(w.kernels[i], w.shape, Origin::Final, r[i]);
+        records.append(rec);
+        ++measured_now;
+      }
+    }
+    double final_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - final_start).count();
+    FinalScores finals = final_scores(
+        shapes, windows, records.records(),
+        [&](const std::vector<MicroKernelSchedule>& k) { return model.predict_at_shapes(k, shapes); });
+    report.notes.push_back(fmt::format(
+        "finalists: {} kernels side by side on {} shapes ({} measured in this run, {:.1f} s; "
+        "{} paired numbers decide)",
+        finals.kernels.size(), windows.size(), measured_now, final_seconds, finals.measured));
+    if (!o.quiet && measured_now > 0)
+      fmt::print(stderr, "{}finalists: {} measured side by side on {} shapes in {:.1f} s\n",
+                 o.label.empty() ? "" : o.label + ": ", measured_now, windows.size(),
+                 final_seconds);
+    report.module =
+        build_module(o, model, finals.kernels, finals.score, o.max_kernels, report.notes);
+  }
   report.notes.push_back(fmt::format("occupancy exponent fitted: {:.3f} ({} threads)",
                                      model.occupancy().alpha, o.threads));
   return report;
@@ -360,6 +427,7 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
       std::vector<const TuningRecord*> mine = own(), mine_ok;
       for (const TuningRecord* r : mine)
         if (r->ok() && r->gflops > 0) mine_ok.push_back(r);
+      std::erase_if(mine_ok, [](const TuningRecord* r) { return !r->clean(); });
       model.fit(mine_ok);
       Seeds seeds = rank_seeds(mine, [](const TuningRecord& r) { return r.gflops; });
       ctx.trials_so_far = done;
@@ -397,8 +465,9 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
   std::vector<TuningRecord> all;
   for (const TuningRecord& r : records.records())
     if (r.origin == Origin::PerShape) all.push_back(r);
-  model.fit(ok_records(all, warm));
-  report.module = build_module(o, model, winners, ok_records(all), int(winners.size()), report.notes);
+  model.fit(clean_records(all, warm));
+  report.module = build_module(o, model, winners, candidate_scores(o, model, winners, ok_records(all)),
+                               int(winners.size()), report.notes);
   return report;
 }
 
@@ -452,7 +521,7 @@ TuneReport tune(const TuneOptions& o) {
 ModelEvaluation evaluate_cost_model(const ops::OperatorSpec& spec, int threads,
                                     const std::vector<TuningRecord>& records) {
   te::Operator op = spec.build();
-  std::vector<const TuningRecord*> ok = ok_records(records);
+  std::vector<const TuningRecord*> ok = clean_records(records);
   // Split by schedule (its digest): a kernel is never on both sides.
   std::vector<const TuningRecord*> train, test;
   for (const TuningRecord* r : ok) (r->schedule.digest() % 5 == 0 ? test : train).push_back(r);

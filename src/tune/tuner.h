@@ -17,6 +17,7 @@
 
 #include "ops/spec.h"
 #include "runtime/module.h"
+#include "tune/finalists.h"
 #include "tune/measure.h"
 #include "tune/records.h"
 #include "tune/search.h"
@@ -34,6 +35,7 @@ struct TuneOptions {
   std::string warm_start_path;  // records of another run/machine: cost-model data only
   int max_kernels = 8;          // most micro-kernels a module selects
   SearchParams search;
+  FinalistParams finalists;     // joint: the side-by-side re-measurement before selection
   MeasureOptions measure;       // threads and worker path are filled in by tune()
   uint64_t seed = 1;
   bool quiet = false;

@@ -85,7 +85,7 @@ TEST(Search, ProposesNewValidCandidates) {
   te::Operator op = ops::dense(1, 32, 256, 128);
   SearchSpace space(op, schedule::Isa::Avx512, 1, range(1, 32), SpaceKind::ShapeGeneric);
   CostModel model(op, 1);  // untrained: f_MK is a constant, ranking falls to occ * pad
-  SearchContext ctx{&space, &model, std::vector<double>(32, 1.0), 0};
+  SearchContext ctx{&space, &model, std::vector<double>(32, 1.0), 0, {}};
   SearchParams params;
   params.population = 128;
   std::mt19937_64 rng(4);

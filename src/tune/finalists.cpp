@@ -1,0 +1,142 @@
+#include "tune/finalists.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "tune/search.h"
+
+namespace dietcode::tune {
+
+namespace {
+
+using schedule::MicroKernelSchedule;
+
+// Indices of `count` declared shapes spread evenly over the list, both ends included.
+std::vector<size_t> spread_sample(size_t n, int count) {
+  std::vector<size_t> out;
+  if (n == 0 || count <= 0) return out;
+  if (size_t(count) >= n) {
+    for (size_t i = 0; i < n; ++i) out.push_back(i);
+  } else if (count == 1) {
+    out.push_back(n - 1);
+  } else {
+    for (int i = 0; i < count; ++i)
+      out.push_back(size_t(std::llround(double(i) * double(n - 1) / double(count - 1))));
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
+  return out;
+}
+
+// The candidates of one shape, best first.
+std::vector<size_t> ranked(const std::vector<double>& row) {
+  std::vector<size_t> k(row.size());
+  std::iota(k.begin(), k.end(), 0);
+  std::stable_sort(k.begin(), k.end(), [&](size_t a, size_t b) { return row[a] > row[b]; });
+  return k;
+}
+
+}  // namespace
+
+std::vector<FinalistWindow> plan_finalists(const std::vector<std::vector<int64_t>>& declared,
+                                           const std::vector<MicroKernelSchedule>& candidates,
+                                           const std::vector<std::vector<double>>& score,
+                                           const FinalistParams& params) {
+  std::vector<FinalistWindow> out;
+  if (candidates.empty()) return out;
+  std::vector<size_t> sample = spread_sample(declared.size(), params.shapes);
+  std::vector<std::vector<size_t>> best;
+  for (size_t s : sample) best.push_back(ranked(score[s]));
+  for (size_t j = 0; j < sample.size(); ++j) {
+    FinalistWindow w;
+    w.shape = declared[sample[j]];
+    ScheduleSet in;
+    auto add = [&](size_t k) {
+      if (int(w.kernels.size()) < params.max_per_window && in.insert(candidates[k]).second)
+        w.kernels.push_back(candidates[k]);
+    };
+    for (int r = 0; r < params.per_shape && size_t(r) < best[j].size(); ++r) add(best[j][r]);
+    // The neighbours' winners: where the tree's boundary between them falls is measured.
+    if (j > 0) add(best[j - 1][0]);
+    if (j + 1 < sample.size()) add(best[j + 1][0]);
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+bool window_done(const FinalistWindow& w, const std::vector<TuningRecord>& records) {
+  ScheduleSet have;
+  for (const TuningRecord& r : records)
+    if (r.origin == Origin::Final && r.shape == w.shape) have.insert(r.schedule);
+  for (const MicroKernelSchedule& k : w.kernels)
+    if (!have.count(k)) return false;
+  return true;
+}
+
+std::vector<MicroKernelSchedule> finalists_of(const std::vector<FinalistWindow>& windows) {
+  std::vector<MicroKernelSchedule> out;
+  ScheduleSet seen;
+  for (const FinalistWindow& w : windows)
+    for (const MicroKernelSchedule& k : w.kernels)
+      if (seen.insert(k).second) out.push_back(k);
+  return out;
+}
+
+FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
+                              std::vector<MicroKernelSchedule> kernels,
+                              const std::vector<std::vector<double>>& predicted,
+                              const std::vector<TuningRecord>& records) {
+  FinalScores out;
+  out.kernels = std::move(kernels);
+  const size_t K = out.kernels.size(), S = declared.size();
+  std::unordered_map<MicroKernelSchedule, size_t, schedule::ScheduleHash> index;
+  for (size_t k = 0; k < K; ++k) index[out.kernels[k]] = k;
+  std::map<std::vector<int64_t>, size_t> shape_index;
+  for (size_t s = 0; s < S; ++s) shape_index[declared[s]] = s;
+  // The latest final of each (kernel, shape): a re-run window replaces an older one.
+  std::map<std::pair<size_t, size_t>, double> final_gflops;
+  for (const TuningRecord& r : records) {
+    if (r.origin != Origin::Final) continue;
+    auto k = index.find(r.schedule);
+    auto s = shape_index.find(r.shape);
+    if (k == index.end() || s == shape_index.end()) continue;
+    final_gflops[{k->second, s->second}] = r.ok() ? r.gflops : 0.0;
+  }
+  out.measured = int(final_gflops.size());
+  out.score.assign(S, std::vector<double>(K, 0.0));
+  for (size_t k = 0; k < K; ++k) {
+    // Measured/predicted on the shapes where this finalist was measured side by side.
+    std::vector<std::pair<size_t, double>> ratio;  // (shape, log ratio)
+    for (size_t s = 0; s < S; ++s) {
+      auto f = final_gflops.find({k, s});
+      if (f == final_gflops.end()) continue;
+      out.score[s][k] = f->second;
+      if (f->second > 0 && predicted[k][s] > 0)
+        ratio.push_back({s, std::log(f->second / predicted[k][s])});
+    }
+    for (size_t s = 0; s < S; ++s) {
+      if (final_gflops.count({k, s})) continue;
+      double log_ratio = 0;
+      if (!ratio.empty()) {
+        // Linear in the first shape variable between the nearest measured shapes.
+        auto above =
+            std::find_if(ratio.begin(), ratio.end(), [&](const auto& p) { return p.first > s; });
+        if (above == ratio.begin()) {
+          log_ratio = above->second;
+        } else if (above == ratio.end()) {
+          log_ratio = ratio.back().second;
+        } else {
+          auto below = above - 1;
+          double x0 = double(declared[below->first][0]), x1 = double(declared[above->first][0]);
+          double t = x1 > x0 ? (double(declared[s][0]) - x0) / (x1 - x0) : 0.5;
+          log_ratio = below->second + t * (above->second - below->second);
+        }
+      }
+      out.score[s][k] = predicted[k][s] * std::exp(log_ratio);
+    }
+  }
+  return out;
+}
+
+}  // namespace dietcode::tune

@@ -1,0 +1,76 @@
+// Decisions made side by side (the last step of a joint run, before selection).
+//
+// On a shared machine two kernels measured minutes apart differ by the machine's drift
+// as much as by their speed, so the kernels selection actually chooses between are
+// measured again, together:
+//
+//   plan_finalists   a spread sample of the declared shapes; on each, the few best
+//                    candidates by measurement-or-model, plus its neighbours' best
+//                    (so the dispatch tree's boundaries are measured too): a window
+//   Measurer::measure_side_by_side   each window in interleaved rounds, one time window
+//   append as Origin::Final          durable: a killed run resumes without the windows
+//                                    already done (window_done)
+//   final_scores     the score matrix selection decides from: the paired numbers on the
+//                    sampled shapes; between them, each finalist's prediction scaled by
+//                    its measured/predicted ratio, interpolated from the nearest sampled
+//                    shapes on either side
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "schedule/micro_kernel.h"
+#include "tune/records.h"
+
+namespace dietcode::tune {
+
+struct FinalistParams {
+  int shapes = 12;         // declared shapes sampled (all of them when fewer); 0: no finals
+  int per_shape = 3;       // best candidates of each sampled shape
+  int max_per_window = 5;  // kernels timed side by side on one shape
+};
+
+struct FinalistWindow {
+  std::vector<int64_t> shape;
+  std::vector<schedule::MicroKernelSchedule> kernels;
+};
+
+// `score[shape][kernel]`: the candidates' measured-or-predicted GFLOP/s on `declared`.
+std::vector<FinalistWindow> plan_finalists(
+    const std::vector<std::vector<int64_t>>& declared,
+    const std::vector<schedule::MicroKernelSchedule>& candidates,
+    const std::vector<std::vector<double>>& score, const FinalistParams& params);
+
+// Every kernel of the window has a final record on its shape already.
+bool window_done(const FinalistWindow& w, const std::vector<TuningRecord>& records);
+
+struct FinalScores {
+  std::vector<schedule::MicroKernelSchedule> kernels;  // the finalists (union of windows)
+  std::vector<std::vector<double>> score;              // [declared shape][finalist]
+  int measured = 0;                                    // final records used
+};
+// `predicted(kernels)` gives [kernel][declared shape] GFLOP/s from the cost model.
+// The latest final record of each (kernel, shape) counts; a wrong one scores 0.
+template <typename Predict>
+FinalScores final_scores(const std::vector<std::vector<int64_t>>& declared,
+                         const std::vector<FinalistWindow>& windows,
+                         const std::vector<TuningRecord>& records, const Predict& predicted);
+
+// The non-template core of final_scores.
+FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
+                              std::vector<schedule::MicroKernelSchedule> kernels,
+                              const std::vector<std::vector<double>>& predicted,
+                              const std::vector<TuningRecord>& records);
+
+// The union of the windows' kernels, in first-seen order.
+std::vector<schedule::MicroKernelSchedule> finalists_of(const std::vector<FinalistWindow>& w);
+
+template <typename Predict>
+FinalScores final_scores(const std::vector<std::vector<int64_t>>& declared,
+                         const std::vector<FinalistWindow>& windows,
+                         const std::vector<TuningRecord>& records, const Predict& predicted) {
+  std::vector<schedule::MicroKernelSchedule> kernels = finalists_of(windows);
+  return final_scores_from(declared, kernels, predicted(kernels), records);
+}
+
+}  // namespace dietcode::tune

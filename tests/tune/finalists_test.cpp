@@ -1,0 +1,265 @@
+// Decisions made side by side and a search that starts where the good kernels are:
+// the finalist plan and the scores selection decides from; the sketch-rule seeds; the
+// tuner end to end with finals appended, resumed without re-measuring, at 1 and 2
+// threads.
+#include "tune/finalists.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+#include <set>
+
+#include "codegen/llvm/target.h"
+#include "ops/dense.h"
+#include "reference/reference.h"
+#include "runtime/module.h"
+#include "support/int_math.h"
+#include "test_support.h"
+#include "tune/search_space.h"
+#include "tune/tuner.h"
+
+namespace dietcode::tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+schedule::MicroKernelSchedule kernel(int64_t mr) {
+  return testing::make_schedule(schedule::Isa::Avx2, mr, 16, 64, mr * 4, 64);
+}
+
+std::vector<std::vector<int64_t>> range(int64_t lo, int64_t hi) {
+  std::vector<std::vector<int64_t>> out;
+  for (int64_t m = lo; m <= hi; ++m) out.push_back({m});
+  return out;
+}
+
+TEST(Finalists, EachSampledShapeMeetsItsBestAndItsNeighboursBest) {
+  std::vector<std::vector<int64_t>> shapes = range(1, 9);
+  std::vector<schedule::MicroKernelSchedule> ks = {kernel(1), kernel(2), kernel(3), kernel(4),
+                                                   kernel(5)};
+  // Kernel k is best on shapes 2k..2k+1 (k = 0..4), second best is k+1.
+  std::vector<std::vector<double>> score(shapes.size(), std::vector<double>(ks.size(), 1.0));
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    size_t k = std::min<size_t>(s / 2, 4);
+    score[s][k] = 10;
+    score[s][(k + 1) % 5] = 5;
+  }
+  FinalistParams p;
+  p.shapes = 3;  // M = 1, 5, 9
+  p.per_shape = 2;
+  p.max_per_window = 4;
+  std::vector<FinalistWindow> w = plan_finalists(shapes, ks, score, p);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[0].shape, std::vector<int64_t>{1});
+  EXPECT_EQ(w[1].shape, std::vector<int64_t>{5});
+  EXPECT_EQ(w[2].shape, std::vector<int64_t>{9});
+  // M=5: its best (kernel 2) and second (3), M=1's best (0), M=9's best (4).
+  ASSERT_EQ(w[1].kernels.size(), 4u);
+  EXPECT_EQ(w[1].kernels[0], ks[2]);
+  EXPECT_EQ(w[1].kernels[1], ks[3]);
+  EXPECT_EQ(w[1].kernels[2], ks[0]);
+  EXPECT_EQ(w[1].kernels[3], ks[4]);
+  for (const FinalistWindow& one : w) EXPECT_LE(one.kernels.size(), 4u);
+  EXPECT_EQ(finalists_of(w).size(), 5u);
+}
+
+TEST(Finalists, ScoresArePairedNumbersAndScaledPredictionsBetween) {
+  std::vector<std::vector<int64_t>> shapes = range(1, 5);
+  std::vector<schedule::MicroKernelSchedule> ks = {kernel(1), kernel(2)};
+  std::vector<std::vector<double>> predicted = {{10, 10, 10, 10, 10}, {20, 20, 20, 20, 20}};
+  std::vector<TuningRecord> records;
+  auto final = [&](size_t k, int64_t m, double g) {
+    TuningRecord r;
+    r.schedule = ks[k];
+    r.shape = {m};
+    r.origin = Origin::Final;
+    r.seconds = 1;
+    r.gflops = g;
+    records.push_back(r);
+  };
+  final(0, 1, 20);  // twice its prediction at M=1
+  final(0, 5, 40);  // four times at M=5
+  final(1, 1, 30);  // an older window, replaced by the next line
+  final(1, 1, 10);
+  TuningRecord joint = records[0];
+  joint.origin = Origin::Joint;
+  joint.gflops = 1000;  // not a final: ignored
+  records.push_back(joint);
+  FinalScores f = final_scores_from(shapes, ks, predicted, records);
+  EXPECT_EQ(f.measured, 3);
+  EXPECT_DOUBLE_EQ(f.score[0][0], 20);
+  EXPECT_DOUBLE_EQ(f.score[4][0], 40);
+  EXPECT_NEAR(f.score[2][0], 10 * std::exp(0.5 * (std::log(2.0) + std::log(4.0))), 1e-9);
+  EXPECT_DOUBLE_EQ(f.score[0][1], 10);
+  EXPECT_DOUBLE_EQ(f.score[3][1], 10);  // half its prediction, carried from M=1
+}
+
+TEST(Seeds, ValidAndCoverEachDeclaredShapeWithLittlePadding) {
+  te::Operator op = ops::dense(1, 128, 2304, 768);
+  for (schedule::Isa isa : {schedule::Isa::Avx2, schedule::Isa::Avx512})
+    for (int threads : {1, 2}) {
+      SearchSpace space(op, isa, threads, range(1, 128), SpaceKind::ShapeGeneric);
+      std::vector<schedule::MicroKernelSchedule> seeds = space.seeds_for_shapes();
+      ASSERT_FALSE(seeds.empty());
+      ScheduleSet unique(seeds.begin(), seeds.end());
+      EXPECT_EQ(unique.size(), seeds.size());
+      const schedule::VectorIsa& vec = schedule::vector_isa(isa);
+      for (const schedule::MicroKernelSchedule& s : seeds) {
+        EXPECT_NO_THROW(schedule::bind(s, op)) << schedule::to_json_text(s);
+        EXPECT_LE(s.mr * (s.nr / vec.width) + s.nr / vec.width + 1, vec.registers);
+        EXPECT_LE(s.kc * (s.mr + s.nr) * 4, 32 * 1024) << "micro-panels in L1";
+        if (threads == 1) {
+          EXPECT_EQ(s.parallel, schedule::ParallelAxis::None);
+        } else {
+          EXPECT_NE(s.parallel, schedule::ParallelAxis::None);
+        }
+      }
+      for (int64_t m = 1; m <= 128; ++m) {
+        double best = 0;
+        for (const schedule::MicroKernelSchedule& s : seeds)
+          best = std::max(best, double(m) / double(round_up(m, s.mr)));
+        EXPECT_GE(best, 1.0 - SearchSpace::kSeedPadding) << "M=" << m;
+      }
+    }
+}
+
+class FinalistsTunerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("dietcode-finalists-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  TuneOptions options(int64_t trials, int threads) const {
+    TuneOptions o;
+    o.op.op = "dense";
+    o.op.n = 80;
+    o.op.k = 48;
+    o.op.m_min = 1;
+    o.op.m_max = 24;
+    o.trials = trials;
+    o.threads = threads;
+    o.records_path = (dir_ / "records.jsonl").string();
+    o.search.population = 96;
+    o.search.generations = 2;
+    o.search.measure_per_round = 16;
+    o.measure.worker_path = DIETCODE_WORKER_PATH;
+    o.measure.seconds_per_repeat = 0.0005;
+    o.measure.repeats = 3;
+    o.finalists.shapes = 4;
+    o.quiet = true;
+    return o;
+  }
+
+  static std::vector<TuningRecord> records(const TuneOptions& o) {
+    return RecordFile::open({o.records_path, workload_json(o.op, o.threads), this_machine()})
+        .records();
+  }
+
+  static double module_error(const runtime::Module& m, int64_t M, std::mt19937_64& rng) {
+    const te::Operator& op = m.op();
+    std::vector<int64_t> sizes = op.buffer_sizes(op.bind({M}));
+    std::uniform_real_distribution<float> dist(-1, 1);
+    std::vector<std::vector<float>> inputs;
+    std::vector<const float*> pointers;
+    std::vector<runtime::ConstTensor> args;
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+      inputs.emplace_back(sizes[i]);
+      for (float& v : inputs.back()) v = dist(rng);
+    }
+    for (auto& in : inputs) {
+      pointers.push_back(in.data());
+      args.push_back({in.data(), int64_t(in.size())});
+    }
+    runtime::PackedWeights packed = m.prepack({M}, args[1]);
+    std::vector<float> out(sizes.back(), std::numeric_limits<float>::quiet_NaN());
+    m.run({M}, args, {out.data(), int64_t(out.size())}, &packed);
+    return reference::relative_error(out.data(), reference::evaluate(op, {M}, pointers));
+  }
+
+  void tune_and_check(int threads) {
+    TuneOptions o = options(32, threads);
+    TuneReport r = tune(o);
+    EXPECT_EQ(r.trials_total, 32);
+    std::vector<TuningRecord> recs = records(o);
+    // Round 1 measured the rule seeds.
+    SearchSpace space(o.op.build(), codegen::host_target().isa, threads, o.op.declared_shapes(),
+                      SpaceKind::ShapeGeneric);
+    ScheduleSet first_round;
+    for (size_t i = 0; i < 16 && i < recs.size(); ++i) first_round.insert(recs[i].schedule);
+    int seeds_measured = 0;
+    for (const auto& s : space.seeds_for_shapes()) seeds_measured += int(first_round.count(s));
+    EXPECT_GE(seeds_measured, 4);
+    // Finals: appended after the trials, on 4 sampled shapes, each checked and timed.
+    int finals = 0;
+    std::set<std::vector<int64_t>> final_shapes;
+    for (const TuningRecord& rec : recs) {
+      if (rec.origin != Origin::Final) continue;
+      ++finals;
+      final_shapes.insert(rec.shape);
+      EXPECT_TRUE(rec.ok()) << rec.error;
+      EXPECT_TRUE(rec.timing.has_value());
+      EXPECT_LT(rec.max_rel_err, 1e-5);
+    }
+    EXPECT_GT(finals, 4);
+    EXPECT_EQ(final_shapes, (std::set<std::vector<int64_t>>{{1}, {9}, {16}, {24}}));
+    // The module's kernels are finalists, and it computes every shape correctly.
+    ScheduleSet final_kernels;
+    for (const TuningRecord& rec : recs)
+      if (rec.origin == Origin::Final) final_kernels.insert(rec.schedule);
+    for (const auto& k : r.module.kernels) EXPECT_TRUE(final_kernels.count(k));
+    runtime::Module m = runtime::Module::compile(r.module);
+    std::mt19937_64 rng(5);
+    for (int64_t M : {1, 2, 7, 9, 13, 16, 23, 24, 25, 77})
+      EXPECT_LT(module_error(m, M, rng), 1e-5) << "M=" << M << " threads " << threads;
+    // Resumed: the windows are done, nothing is measured again, the same module.
+    TuneReport again = tune(o);
+    EXPECT_EQ(again.trials_this_run, 0);
+    EXPECT_EQ(records(o).size(), recs.size());
+    EXPECT_EQ(again.module.kernels, r.module.kernels);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(FinalistsTunerTest, OneThread) {
+  tune_and_check(1);
+}
+TEST_F(FinalistsTunerTest, TwoThreads) {
+  tune_and_check(2);
+}
+
+TEST_F(FinalistsTunerTest, AKilledFinalPhaseResumesTheMissingWindows) {
+  TuneOptions o = options(32, 1);
+  tune(o);
+  std::vector<TuningRecord> recs = records(o);
+  // Drop the last window's finals, as a run killed during it would have left the file.
+  std::vector<int64_t> last = recs.back().shape;
+  size_t kept = recs.size();
+  while (kept > 0 && recs[kept - 1].origin == Origin::Final && recs[kept - 1].shape == last) --kept;
+  size_t dropped = recs.size() - kept;
+  ASSERT_GT(dropped, 0u);
+  fs::remove(o.records_path);
+  {
+    RecordFile f =
+        RecordFile::open({o.records_path, workload_json(o.op, o.threads), this_machine()});
+    for (size_t i = 0; i < kept; ++i) f.append(recs[i]);
+  }
+  TuneReport r = tune(o);
+  EXPECT_EQ(r.trials_this_run, 0);
+  std::vector<TuningRecord> after = records(o);
+  EXPECT_EQ(after.size(), recs.size());  // only the missing window measured again
+  for (size_t i = kept; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].origin, Origin::Final);
+    EXPECT_EQ(after[i].shape, last);
+  }
+}
+
+}  // namespace
+}  // namespace dietcode::tune

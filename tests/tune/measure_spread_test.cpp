@@ -1,0 +1,188 @@
+// Measurement that knows it was disturbed: every result carries its bursts' spread; a
+// disturbed attempt is measured again, and one disturbed throughout is marked; the
+// spread survives the records file, and records written before it load as unknown.
+// Kernels measured side by side are each checked and timed in one window.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "codegen/llvm/target.h"
+#include "test_support.h"
+#include "tune/measure.h"
+#include "tune/records.h"
+
+namespace dietcode::tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+ops::OperatorSpec small_dense() {
+  ops::OperatorSpec op;
+  op.op = "dense";
+  op.n = 96;
+  op.k = 64;
+  op.m_min = 1;
+  op.m_max = 40;
+  return op;
+}
+
+MeasureOptions options() {
+  MeasureOptions o;
+  o.worker_path = DIETCODE_WORKER_PATH;
+  o.workers = 1;
+  o.seconds_per_repeat = 0.001;
+  o.repeats = 5;
+  o.max_attempts = 3;
+  o.allow_faults = true;
+  return o;
+}
+
+schedule::MicroKernelSchedule kernel(int64_t mr) {
+  const schedule::Isa isa = codegen::host_target().isa;
+  auto s = testing::make_schedule(isa, mr, schedule::vector_isa(isa).width, 32, mr * 2, 32);
+  s.pack_b = schedule::PackB::Prepacked;
+  return s;
+}
+
+TEST(MeasureSpread, EveryResultCarriesItsSpread) {
+  Measurer m(small_dense(), options());
+  MeasureResult r = m.measure({{kernel(2), {17}, ""}})[0];
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_GT(r.timing.min_seconds, 0);
+  EXPECT_GE(r.timing.median_seconds, r.timing.min_seconds);
+  EXPECT_GE(r.timing.spread, 0);
+  EXPECT_GE(r.timing.attempts, 1);
+  EXPECT_LE(r.timing.attempts, 3);
+  EXPECT_DOUBLE_EQ(r.seconds, r.timing.min_seconds);  // the default estimator
+}
+
+TEST(MeasureSpread, TheMedianEstimatorIsAnOption) {
+  MeasureOptions o = options();
+  o.estimator = Estimator::Median;
+  Measurer m(small_dense(), o);
+  MeasureResult r = m.measure({{kernel(2), {17}, ""}})[0];
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_DOUBLE_EQ(r.seconds, r.timing.median_seconds);
+}
+
+TEST(MeasureSpread, ADisturbedMeasurementIsMeasuredAgainOrMarked) {
+  Measurer m(small_dense(), options());
+  std::vector<MeasureResult> r =
+      m.measure({{kernel(2), {17}, "slow"}, {kernel(3), {17}, "slow-once"}});
+  ASSERT_TRUE(r[0].error.empty()) << r[0].error;
+  ASSERT_TRUE(r[1].error.empty()) << r[1].error;
+  // Disturbed in every attempt: all attempts made, marked.
+  EXPECT_EQ(r[0].timing.attempts, 3);
+  EXPECT_TRUE(r[0].timing.disturbed);
+  EXPECT_GT(r[0].timing.spread, options().disturbed_spread);
+  // Disturbed once: measured again, and the clean attempt kept (unless the machine
+  // itself disturbed the later attempts too, when the result must say so).
+  EXPECT_GE(r[1].timing.attempts, 2);
+  EXPECT_EQ(r[1].timing.disturbed, r[1].timing.spread > options().disturbed_spread);
+  if (!r[1].timing.disturbed) {
+    EXPECT_LT(r[1].timing.spread, r[0].timing.spread);
+  }
+}
+
+TEST(MeasureSpread, SideBySideChecksAndTimesEachKernel) {
+  Measurer m(small_dense(), options());
+  std::vector<schedule::MicroKernelSchedule> ks = {kernel(1), kernel(2), kernel(4)};
+  std::vector<MeasureResult> r = m.measure_side_by_side(ks, {23});
+  ASSERT_EQ(r.size(), 3u);
+  for (const MeasureResult& one : r) {
+    EXPECT_TRUE(one.error.empty()) << one.error;
+    EXPECT_GT(one.gflops, 0);
+    EXPECT_LT(one.max_rel_err, 1e-5);
+    EXPECT_GT(one.timing.median_seconds, 0);
+  }
+  // Met again on another shape: not compiled again.
+  std::vector<MeasureResult> again = m.measure_side_by_side(ks, {5});
+  for (const MeasureResult& one : again) {
+    EXPECT_TRUE(one.error.empty()) << one.error;
+    EXPECT_EQ(one.compile_seconds, 0);
+  }
+  // The check runs in the window too: a wrong kernel is an error, the others timed.
+  std::vector<MeasureResult> wrong = m.measure_side_by_side(ks, {9}, "wrong");
+  for (const MeasureResult& one : wrong)
+    EXPECT_NE(one.error.find("wrong result"), std::string::npos) << one.error;
+  // A disturbed window is timed again and marked.
+  std::vector<MeasureResult> slow = m.measure_side_by_side(ks, {9}, "slow");
+  for (const MeasureResult& one : slow) {
+    EXPECT_EQ(one.timing.attempts, 3);
+    EXPECT_TRUE(one.timing.disturbed);
+  }
+}
+
+class SpreadRecordsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("dietcode-spread-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    path_ = (dir_ / "r.jsonl").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  RecordFile::Options options() const { return {path_, {{"op", "test"}}, this_machine()}; }
+  fs::path dir_;
+  std::string path_;
+};
+
+TEST_F(SpreadRecordsTest, SpreadFieldsRoundTripAndFinalIsAnOrigin) {
+  TuningRecord r;
+  r.schedule = kernel(2);
+  r.shape = {7};
+  r.origin = Origin::Final;
+  r.seconds = 2e-6;
+  r.gflops = 5;
+  r.timing = TimingSpread{2e-6, 2.5e-6, 0.31, 3, true};
+  {
+    RecordFile f = RecordFile::open(options());
+    f.append(r);
+  }
+  RecordFile f = RecordFile::open(options());
+  ASSERT_EQ(f.records().size(), 1u);
+  const TuningRecord& back = f.records()[0];
+  EXPECT_EQ(back.origin, Origin::Final);
+  EXPECT_FALSE(is_joint_trial(back.origin));
+  ASSERT_TRUE(back.timing.has_value());
+  EXPECT_DOUBLE_EQ(back.timing->min_seconds, 2e-6);
+  EXPECT_DOUBLE_EQ(back.timing->median_seconds, 2.5e-6);
+  EXPECT_DOUBLE_EQ(back.timing->spread, 0.31);
+  EXPECT_EQ(back.timing->attempts, 3);
+  EXPECT_TRUE(back.timing->disturbed);
+  EXPECT_TRUE(back.ok());
+  EXPECT_FALSE(back.clean());  // not learned from
+}
+
+TEST_F(SpreadRecordsTest, RecordsWrittenBeforeTheSpreadLoadAsUnknown) {
+  // A version-1 file as the tuner wrote it before the spread fields existed.
+  nlohmann::json header = {{"format", "dietcode-records"},
+                           {"version", 1},
+                           {"workload", {{"op", "test"}}},
+                           {"machine", to_json(this_machine())}};
+  nlohmann::json old = {{"schedule", schedule::to_json(kernel(2))},
+                        {"shape", {7}},
+                        {"origin", "joint"},
+                        {"seconds", 1e-5},
+                        {"gflops", 3.0},
+                        {"max_rel_err", 1e-7},
+                        {"compile_seconds", 0.02},
+                        {"error", ""},
+                        {"unix_time", 1700000000}};
+  std::ofstream(path_) << header.dump() << "\n" << old.dump() << "\n";
+  RecordFile f = RecordFile::open(options());
+  ASSERT_EQ(f.records().size(), 1u);
+  EXPECT_FALSE(f.records()[0].timing.has_value());
+  EXPECT_TRUE(f.records()[0].clean());  // unknown spread: learned from as before
+  // Half a spread is refused, naming what is missing.
+  nlohmann::json half = old;
+  half["spread"] = 0.1;
+  EXPECT_USER_ERROR(record_from_json(half), "min_seconds");
+}
+
+}  // namespace
+}  // namespace dietcode::tune
