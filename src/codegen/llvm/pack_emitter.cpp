@@ -3,8 +3,8 @@
 // along k, transposed in registers (three rounds of interleaving shuffles) and stored as
 // 8 vectors along the panel's row direction. A scalar copy, as insert_packing would
 // emit, costs two memory operations per element and dominated small attention products.
-// Groups that reach past row_limit, and the k tail (k_extent % 8), go element by element
-// with zero padding.
+// Rows past row_limit are zeroed by a lane select (local padding); the k tail
+// (k_extent % 8) is gathered one vector per k.
 #include "codegen/llvm/codegen_llvm.h"
 
 namespace dietcode::codegen {
@@ -31,8 +31,6 @@ llvm::Value* interleave(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, bo
 
 void emit_transposing_pack(FunctionEmitter& fe, const PackStageNode& p) {
   llvm::IRBuilder<>& b = fe.builder();
-  llvm::LLVMContext& ctx = b.getContext();
-  llvm::Function* fn = fe.function();
   llvm::Type* f32 = b.getFloatTy();
   llvm::VectorType* vt = llvm::FixedVectorType::get(f32, kLanes);
   const llvm::Align elem_align(4);
@@ -55,21 +53,6 @@ void emit_transposing_pack(FunctionEmitter& fe, const PackStageNode& p) {
     fe.unbind_var(p.k);
     return ptr;
   };
-  auto branch = [&](llvm::Value* cond, const std::function<void()>& then,
-                    const std::function<void()>& otherwise) {
-    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx, "pack.full", fn);
-    llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx, "pack.edge", fn);
-    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, "pack.done", fn);
-    b.CreateCondBr(cond, then_bb, else_bb);
-    b.SetInsertPoint(then_bb);
-    then();
-    b.CreateBr(done);
-    b.SetInsertPoint(else_bb);
-    otherwise();
-    b.CreateBr(done);
-    b.SetInsertPoint(done);
-  };
-
   llvm::Value* n_panels =
       b.CreateSDiv(b.CreateAdd(fe.emit(p.row_extent), imm(p.width - 1)), imm(p.width));
   fe.emit_loop(
@@ -85,65 +68,53 @@ void emit_transposing_pack(FunctionEmitter& fe, const PackStageNode& p) {
               auto dst_at = [&](llvm::Value* k, int64_t lane) {
                 return gep(dst, b.CreateAdd(b.CreateMul(k, width), imm(lane)));
               };
-              branch(
-                  b.CreateICmpSLE(b.CreateAdd(r0, imm(kLanes)), row_limit),
-                  [&] {
-                    std::vector<llvm::Value*> rows;
+              // Rows at or past row_limit read the last valid row (a safe address) and
+              // are zeroed by a lane select after the transpose.
+              std::vector<llvm::Value*> rows;
+              std::vector<llvm::Constant*> lane_ids;
+              llvm::Value* last = b.CreateSub(row_limit, imm(1));
+              for (unsigned i = 0; i < kLanes; ++i) {
+                llvm::Value* row = b.CreateAdd(r0, imm(i));
+                rows.push_back(source_row(
+                    b.CreateSelect(b.CreateICmpSLT(row, row_limit), row, last)));
+                lane_ids.push_back(b.getInt64(i));
+              }
+              llvm::Value* valid = b.CreateICmpSLT(
+                  llvm::ConstantVector::get(lane_ids),
+                  b.CreateVectorSplat(kLanes, b.CreateSub(row_limit, r0)));
+              llvm::Value* zero = llvm::Constant::getNullValue(vt);
+              llvm::Value* k_vec = b.CreateSDiv(k_extent, imm(kLanes));
+              fe.emit_loop(
+                  imm(0), k_vec,
+                  [&](llvm::Value* kb) {
+                    llvm::Value* k = b.CreateMul(kb, imm(kLanes));
+                    std::vector<llvm::Value*> v;
                     for (unsigned i = 0; i < kLanes; ++i)
-                      rows.push_back(source_row(b.CreateAdd(r0, imm(i))));
-                    llvm::Value* k_vec = b.CreateSDiv(k_extent, imm(kLanes));
-                    fe.emit_loop(
-                        imm(0), k_vec,
-                        [&](llvm::Value* kb) {
-                          llvm::Value* k = b.CreateMul(kb, imm(kLanes));
-                          std::vector<llvm::Value*> v;
-                          for (unsigned i = 0; i < kLanes; ++i)
-                            v.push_back(b.CreateAlignedLoad(vt, gep(rows[i], k), elem_align));
-                          for (int round = 0; round < 3; ++round) {
-                            std::vector<llvm::Value*> next(kLanes);
-                            for (unsigned i = 0; i < kLanes / 2; ++i) {
-                              next[2 * i] = interleave(b, v[i], v[i + kLanes / 2], false);
-                              next[2 * i + 1] = interleave(b, v[i], v[i + kLanes / 2], true);
-                            }
-                            v = next;
-                          }
-                          for (unsigned j = 0; j < kLanes; ++j)
-                            b.CreateAlignedStore(v[j], dst_at(b.CreateAdd(k, imm(j)), 0),
-                                                 elem_align);
-                        },
-                        "pack.kv");
-                    fe.emit_loop(
-                        b.CreateMul(k_vec, imm(kLanes)), k_extent,
-                        [&](llvm::Value* k) {
-                          for (unsigned i = 0; i < kLanes; ++i)
-                            b.CreateAlignedStore(
-                                b.CreateAlignedLoad(f32, gep(rows[i], k), elem_align),
-                                dst_at(k, i), elem_align);
-                        },
-                        "pack.kt");
-                  },
-                  [&] {
-                    // Rows at or past row_limit are zero; they read the last valid row.
-                    std::vector<llvm::Value*> rows, valid;
-                    llvm::Value* last = b.CreateSub(row_limit, imm(1));
-                    for (unsigned i = 0; i < kLanes; ++i) {
-                      llvm::Value* row = b.CreateAdd(r0, imm(i));
-                      valid.push_back(b.CreateICmpSLT(row, row_limit));
-                      rows.push_back(
-                          source_row(b.CreateSelect(valid.back(), row, last)));
+                      v.push_back(b.CreateAlignedLoad(vt, gep(rows[i], k), elem_align));
+                    for (int round = 0; round < 3; ++round) {
+                      std::vector<llvm::Value*> next(kLanes);
+                      for (unsigned i = 0; i < kLanes / 2; ++i) {
+                        next[2 * i] = interleave(b, v[i], v[i + kLanes / 2], false);
+                        next[2 * i + 1] = interleave(b, v[i], v[i + kLanes / 2], true);
+                      }
+                      v = next;
                     }
-                    fe.emit_loop(
-                        imm(0), k_extent,
-                        [&](llvm::Value* k) {
-                          for (unsigned i = 0; i < kLanes; ++i) {
-                            llvm::Value* x = b.CreateAlignedLoad(f32, gep(rows[i], k), elem_align);
-                            b.CreateAlignedStore(
-                                b.CreateSelect(valid[i], x, llvm::ConstantFP::get(f32, 0.0)),
-                                dst_at(k, i), elem_align);
-                          }
-                        },
-                        "pack.ke");
-                  });
+                    for (unsigned j = 0; j < kLanes; ++j)
+                      b.CreateAlignedStore(b.CreateSelect(valid, v[j], zero),
+                                           dst_at(b.CreateAdd(k, imm(j)), 0), elem_align);
+                  },
+                  "pack.kv");
+              // The k tail: one vector of the 8 rows per k.
+              fe.emit_loop(
+                  b.CreateMul(k_vec, imm(kLanes)), k_extent,
+                  [&](llvm::Value* k) {
+                    llvm::Value* x = zero;
+                    for (unsigned i = 0; i < kLanes; ++i)
+                      x = b.CreateInsertElement(
+                          x, b.CreateAlignedLoad(f32, gep(rows[i], k), elem_align), b.getInt64(i));
+                    b.CreateAlignedStore(b.CreateSelect(valid, x, zero), dst_at(k, 0), elem_align);
+                  },
+                  "pack.kt");
             },
             "pack.group");
       },
