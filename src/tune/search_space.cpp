@@ -206,7 +206,7 @@ MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
     sample_knobs(rng, s);
     // B that changes per call and whose rows run along n (NN batch_matmul) may be read in
     // place: no per-call copy, masked loads on the n tail.
-    s.pack_b = prepack                    ? schedule::PackB::Prepacked
+    s.pack_b = prepack                        ? schedule::PackB::Prepacked
                : b_direct && chance(rng, 0.5) ? schedule::PackB::Direct
                                               : schedule::PackB::PerBlock;
     if (valid(s)) return s;

@@ -17,8 +17,8 @@ using namespace dietcode;
 
 namespace {
 
-const std::vector<int64_t> kSequenceLengths{1,  2,  3,  5,  7,   8,   13,  15,  16, 17,
-                                            31, 32, 33, 37, 64,  100, 127, 128, 129, 200};
+const std::vector<int64_t> kSequenceLengths{1,  2,  3,  5,  7,  8,   13,  15,  16,  17,
+                                            31, 32, 33, 37, 64, 100, 127, 128, 129, 200};
 constexpr int kSchedules = 16;
 constexpr double kTolerance = 1e-5;
 constexpr int64_t kHeads = 3, kHeadSize = 64;

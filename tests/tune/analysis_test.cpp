@@ -1,10 +1,11 @@
 // The analytical half of the cost model, and the features' shape.
+#include "tune/analysis.h"
+
 #include <gtest/gtest.h>
 
 #include "ops/batch_matmul.h"
 #include "ops/dense.h"
 #include "test_support.h"
-#include "tune/analysis.h"
 #include "tune/cost_model.h"
 
 namespace dietcode::tune {

@@ -1,10 +1,9 @@
 // Unit tests of lowering: the passes produce the structure the schedule asks for.
 #include <gtest/gtest.h>
 
-#include "lower/insert_packing.h"
-
 #include "conv1d_op.h"
 #include "ir/visit.h"
+#include "lower/insert_packing.h"
 #include "lower/pipeline.h"
 #include "ops/contraction.h"
 #include "ops/dense.h"

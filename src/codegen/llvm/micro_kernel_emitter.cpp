@@ -128,11 +128,10 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
     llvm::Value* b_row = gep(b_base, b.CreateMul(k, b_k_stride));
     std::vector<llvm::Value*> bv(V);
     for (int64_t v = 0; v < V; ++v)
-      bv[v] = b_masks.empty()
-                  ? static_cast<llvm::Value*>(
-                        b.CreateAlignedLoad(vt, gep(b_row, imm(v * W)), elem_align))
-                  : b.CreateMaskedLoad(vt, gep(b_row, imm(v * W)), elem_align, b_masks[v],
-                                       llvm::Constant::getNullValue(vt));
+      bv[v] = b_masks.empty() ? static_cast<llvm::Value*>(
+                                    b.CreateAlignedLoad(vt, gep(b_row, imm(v * W)), elem_align))
+                              : b.CreateMaskedLoad(vt, gep(b_row, imm(v * W)), elem_align,
+                                                   b_masks[v], llvm::Constant::getNullValue(vt));
     llvm::Value* a_off = b.CreateMul(k, a_k_stride);
     for (int64_t i = 0; i < MR; ++i) {
       llvm::Value* a = b.CreateAlignedLoad(f32, gep(a_rows[i], a_off), elem_align);
@@ -195,8 +194,8 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
     for (unsigned l = 0; l < W; ++l) lanes.push_back(b.getInt64(l));
     llvm::Value* lane_index = llvm::ConstantVector::get(lanes);
     for (int64_t v = 0; v < V; ++v)
-      b_masks.push_back(b.CreateICmpSLT(
-          lane_index, b.CreateVectorSplat(W, b.CreateSub(n_valid, imm(v * W)))));
+      b_masks.push_back(
+          b.CreateICmpSLT(lane_index, b.CreateVectorSplat(W, b.CreateSub(n_valid, imm(v * W)))));
     Tile edge_acc = k_loops(init);
     b_masks.clear();
     llvm::BasicBlock* edge_end = b.GetInsertBlock();

@@ -75,13 +75,13 @@ void emit_transposing_pack(FunctionEmitter& fe, const PackStageNode& p) {
               llvm::Value* last = b.CreateSub(row_limit, imm(1));
               for (unsigned i = 0; i < kLanes; ++i) {
                 llvm::Value* row = b.CreateAdd(r0, imm(i));
-                rows.push_back(source_row(
-                    b.CreateSelect(b.CreateICmpSLT(row, row_limit), row, last)));
+                rows.push_back(
+                    source_row(b.CreateSelect(b.CreateICmpSLT(row, row_limit), row, last)));
                 lane_ids.push_back(b.getInt64(i));
               }
-              llvm::Value* valid = b.CreateICmpSLT(
-                  llvm::ConstantVector::get(lane_ids),
-                  b.CreateVectorSplat(kLanes, b.CreateSub(row_limit, r0)));
+              llvm::Value* valid =
+                  b.CreateICmpSLT(llvm::ConstantVector::get(lane_ids),
+                                  b.CreateVectorSplat(kLanes, b.CreateSub(row_limit, r0)));
               llvm::Value* zero = llvm::Constant::getNullValue(vt);
               llvm::Value* k_vec = b.CreateSDiv(k_extent, imm(kLanes));
               fe.emit_loop(
