@@ -24,6 +24,7 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
   // heights matter for small M, where a padded tile row is pure waste.
   const schedule::VectorIsa& vec = schedule::vector_isa(isa);
   const bool batched = !c.batch_axes.empty();
+  const bool b_direct = !c.b.constant && schedule::b_contiguous_along_n(c);
   std::vector<std::pair<int64_t, int64_t>> tiles;
   for (int64_t mr = 1; mr <= 14; ++mr) {
     int64_t vectors = std::min<int64_t>(8, (vec.registers - 1) / (mr + 1));
@@ -59,6 +60,13 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
       variants.push_back(clamp_blocks(s));
       s.pack_a = schedule::PackA::Direct;
       variants.push_back(clamp_blocks(s));
+      // B read in place where its rows run along n (S V): nothing is copied per call.
+      if (b_direct) {
+        s.pack_b = schedule::PackB::Direct;
+        variants.push_back(clamp_blocks(s));
+        s.pack_a = schedule::PackA::Packed;
+        variants.push_back(clamp_blocks(s));
+      }
     } else {
       // Parallel over N blocks (small M: one M block), one or two tasks per thread;
       // with two, the A micro-panel stays in L1 across the N tiles.

@@ -149,6 +149,8 @@ const char* to_string(Activation a);
 // On the first k-block the tile starts from zero, otherwise from C; on the last
 // k-block the epilogue (bias along j, then the activation) is applied. B's rows
 // are contiguous along j (row_stride 1) so that NR/width vector loads feed each k-step.
+// b_in_place: B is the operator's own tensor, not a zero-padded panel, so columns at or
+// past n_valid may lie outside it: the loads of an edge tile are masked.
 struct MicroKernelNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::MicroKernel;
   int64_t mr, nr, unroll_k;
@@ -162,6 +164,7 @@ struct MicroKernelNode : StmtNode {
   Buffer bias;                       // undefined if none
   Expr bias_offset;
   Activation activation = Activation::None;
+  bool b_in_place = false;
   MicroKernelNode() : StmtNode(kKind) {}
 };
 

@@ -47,7 +47,7 @@ Stmt allocate_all(const std::vector<Buffer>& panels, Stmt body) {
 // Expands pack stages; wraps the body of a parallel loop in the allocations of the
 // panels packed inside it.
 Stmt lower_in_scope(const Stmt& s) {
-  if (const auto* p = s.as<PackStageNode>()) return expand(*p);
+  if (const auto* p = s.as<PackStageNode>()) return packs_by_transposing(*p) ? s : expand(*p);
   if (const auto* f = s.as<ForNode>(); f && f->for_kind == ForKind::Parallel) {
     std::vector<Buffer> panels;
     collect_panels(f->body, panels);
@@ -64,6 +64,10 @@ void collect_panels_outside_parallel(const Stmt& s, std::vector<Buffer>& panels)
 }
 
 }  // namespace
+
+bool packs_by_transposing(const PackStageNode& p) {
+  return p.k_contiguous && p.width % 8 == 0;
+}
 
 Stmt expand_pack_stages(const Stmt& s) {
   return lower_in_scope(s);

@@ -69,6 +69,9 @@ Kernel Kernel::compile(const schedule::BoundSchedule& bound) {
   k.op_ = bound.op();
   k.schedule_ = s;
   k.schedule_digest_ = s.digest();  // computed once: runs are too short to hash on every call
+  for (const te::Input& in : k.op_.inputs)
+    k.buffer_elements_.push_back(ir::element_count(in.tensor));
+  k.buffer_elements_.push_back(ir::element_count(k.op_.compute.output));
   k.lowered_ = lower::lower(bound, [&](const std::string& pass, const std::string& ir) {
     k.pass_log_ += "// ---- after " + pass + "\n" + ir;
   });
@@ -82,7 +85,9 @@ Kernel Kernel::compile(const schedule::BoundSchedule& bound) {
 void Kernel::run(const std::vector<int64_t>& shape, const std::vector<ConstTensor>& inputs,
                  MutableTensor output, const RunOptions& options) const {
   ir::Bindings bindings = op_.bind(shape, options.strict_ranges);
-  std::vector<int64_t> sizes = op_.buffer_sizes(bindings);
+  std::vector<int64_t> sizes;
+  sizes.reserve(buffer_elements_.size());
+  for (const ir::Expr& e : buffer_elements_) sizes.push_back(ir::evaluate_int(e, bindings));
   if (inputs.size() != op_.inputs.size())
     user_error("operator {}: got {} input buffers, expected {}", op_.name, inputs.size(),
                op_.inputs.size());

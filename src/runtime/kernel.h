@@ -74,6 +74,9 @@ class Kernel {
   te::Operator op_;
   schedule::MicroKernelSchedule schedule_;
   uint64_t schedule_digest_ = 0;  // identifies the packed layout in pre-packed buffers
+  // Element counts of the inputs and the output as expressions of the shape, built once:
+  // building them per run allocated IR nodes on every call, a cost tiny shapes noticed.
+  std::vector<ir::Expr> buffer_elements_;
   lower::LoweredKernel lowered_;
   std::string pass_log_;
   std::unique_ptr<codegen::JitCode> code_;

@@ -41,7 +41,12 @@ std::string_view to_string(PackA p) {
 }
 
 std::string_view to_string(PackB p) {
-  return p == PackB::PerBlock ? "per_block" : "prepacked";
+  switch (p) {
+    case PackB::PerBlock: return "per_block";
+    case PackB::Prepacked: return "prepacked";
+    case PackB::Direct: return "direct";
+  }
+  return "?";
 }
 
 std::string to_string(const LoopOrder& order) {
@@ -160,10 +165,12 @@ MicroKernelSchedule schedule_from_json(const json& j) {
   std::string pa = string_field(j, "pack_a"), pb = string_field(j, "pack_b");
   if (pa != "packed" && pa != "direct")
     user_error("schedule JSON: pack_a '{}'; expected packed or direct", pa);
-  if (pb != "per_block" && pb != "prepacked")
-    user_error("schedule JSON: pack_b '{}'; expected per_block or prepacked", pb);
+  if (pb != "per_block" && pb != "prepacked" && pb != "direct")
+    user_error("schedule JSON: pack_b '{}'; expected per_block, prepacked or direct", pb);
   s.pack_a = pa == "packed" ? PackA::Packed : PackA::Direct;
-  s.pack_b = pb == "per_block" ? PackB::PerBlock : PackB::Prepacked;
+  s.pack_b = pb == "per_block"   ? PackB::PerBlock
+             : pb == "prepacked" ? PackB::Prepacked
+                                 : PackB::Direct;
   return s;
 }
 
@@ -221,6 +228,14 @@ MaxExtents max_extents(const ops::Contraction& c, const te::Operator& op) {
                     ir::evaluate_int(c.k_extent, at_max)};
 }
 
+bool b_contiguous_along_n(const ops::Contraction& c) {
+  std::vector<ir::Var> vars = c.batch_axes;
+  vars.push_back(c.n);
+  vars.push_back(c.k);
+  auto form = ir::affine_form(ir::flatten_index(c.b.tensor, c.b.index), vars);
+  return form && ir::is_const(form->coefficients[c.batch_axes.size()], 1);
+}
+
 BoundSchedule bind(const MicroKernelSchedule& s, const te::Operator& op) {
   return bind(s, op, ops::match_contraction(op));
 }
@@ -269,6 +284,11 @@ BoundSchedule bind(const MicroKernelSchedule& s, const te::Operator& op,
           user_error("schedule: pack_b 'prepacked' needs {} to be shared across the batch",
                      c.b.tensor.name());
   }
+  if (s.pack_b == PackB::Direct && !b_contiguous_along_n(c))
+    user_error(
+        "schedule: pack_b 'direct' needs {} read affinely with its rows contiguous along n; "
+        "in {} it is not (a transposed B: use 'per_block')",
+        c.b.tensor.name(), op.name);
   return BoundSchedule(s, op, c, ext);
 }
 

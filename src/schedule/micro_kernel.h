@@ -6,7 +6,7 @@
 // Loop structure it describes (BLIS-style, with N, K, M in loop_order):
 //
 //   for each of the three block loops, in loop_order:   n by nc, k by kc, m by mc
-//     [pack B block into NR-wide panels]   once n and k are bound (unless prepacked)
+//     [pack B block into NR-wide panels]   once n and k are bound (unless prepacked or direct)
 //     [pack A block into MR-wide panels]   once m and k are bound (unless direct)
 //     for jt: NR-tiles of the n block
 //       for it: MR-tiles of the m block      (inner_tile_loop: which of jt, it is inner)
@@ -42,7 +42,9 @@ enum class Axis : uint8_t { M, N, K };
 // The block loop whose iterations run as parallel tasks, or None.
 enum class ParallelAxis : uint8_t { None, Batch, M, N };
 enum class PackA : uint8_t { Packed, Direct };       // Direct: read A in place (affine access only)
-enum class PackB : uint8_t { PerBlock, Prepacked };  // Prepacked: constant B packed once, ahead of calls
+// Prepacked: constant B packed once, ahead of calls. Direct: B read in place, its rows
+// (one per k) contiguous along n; vector loads straight from B, masked on the n tail.
+enum class PackB : uint8_t { PerBlock, Prepacked, Direct };
 
 using LoopOrder = std::array<Axis, 3>;  // outermost first, a permutation of M, N, K
 
@@ -92,6 +94,10 @@ struct MaxExtents {
   int64_t m, n, k;
 };
 MaxExtents max_extents(const ops::Contraction& c, const te::Operator& op);
+
+// Whether B is read affinely with unit stride along n (NN batch_matmul), the condition
+// for PackB::Direct.
+bool b_contiguous_along_n(const ops::Contraction& c);
 
 // A schedule validated against its operator, carrying what lowering needs.
 class BoundSchedule {

@@ -19,6 +19,7 @@ MicroKernelSchedule random_schedule(std::mt19937_64& rng, Isa isa_id, const te::
   const VectorIsa& isa = vector_isa(isa_id);
   ops::Contraction c = ops::match_contraction(op);
   MaxExtents ext = max_extents(c, op);
+  const bool b_direct = b_contiguous_along_n(c);
   for (int attempt = 0; attempt < 1000; ++attempt) {
     MicroKernelSchedule s;
     s.isa = isa_id;
@@ -41,6 +42,7 @@ MicroKernelSchedule random_schedule(std::mt19937_64& rng, Isa isa_id, const te::
     s.inner_tile_loop = uniform(rng, 0, 1) ? Axis::N : Axis::M;
     s.pack_a = uniform(rng, 0, 1) ? PackA::Packed : PackA::Direct;
     s.pack_b = (c.b.constant && uniform(rng, 0, 1)) ? PackB::Prepacked : PackB::PerBlock;
+    if (s.pack_b == PackB::PerBlock && b_direct && uniform(rng, 0, 1)) s.pack_b = PackB::Direct;
     try {
       bind(s, op, c);
       return s;

@@ -187,6 +187,7 @@ void SearchSpace::sample_knobs(std::mt19937_64& rng, MicroKernelSchedule& s) con
 
 MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
   bool prepack = c_.b.constant;
+  bool b_direct = schedule::b_contiguous_along_n(c_);
   for (int attempt = 0; attempt < 1000; ++attempt) {
     MicroKernelSchedule s;
     s.isa = vec_.isa;
@@ -204,7 +205,11 @@ MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
     s.mc = pick(rng, mc_choices(s.mr, s.kc, nullptr));
     s.nc = pick(rng, nc_choices(s.nr, s.kc, nullptr));
     sample_knobs(rng, s);
-    s.pack_b = prepack ? schedule::PackB::Prepacked : schedule::PackB::PerBlock;
+    // B that changes per call and whose rows run along n (NN batch_matmul) may be read in
+    // place: no per-call copy, masked loads on the n tail.
+    s.pack_b = prepack                        ? schedule::PackB::Prepacked
+               : b_direct && chance(rng, 0.5) ? schedule::PackB::Direct
+                                              : schedule::PackB::PerBlock;
     if (valid(s)) return s;
   }
   // Report why with a representative schedule.

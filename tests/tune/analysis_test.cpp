@@ -1,9 +1,11 @@
 // The analytical half of the cost model, and the features' shape.
+#include "tune/analysis.h"
+
 #include <gtest/gtest.h>
 
+#include "ops/batch_matmul.h"
 #include "ops/dense.h"
 #include "test_support.h"
-#include "tune/analysis.h"
 #include "tune/cost_model.h"
 
 namespace dietcode::tune {
@@ -16,6 +18,19 @@ TEST(PadRatio, CountsPaddedTileWork) {
   EXPECT_DOUBLE_EQ(pad_ratio(s, {1, 8, 64, 16}), 1.0);
   // M = 5 on 4-row tiles: 8 rows computed for 5 useful; N = 40 on 32 wide: 64 for 40.
   EXPECT_DOUBLE_EQ(pad_ratio(s, {1, 5, 40, 16}), (5.0 * 40.0) / (8.0 * 64.0));
+}
+
+TEST(PadRatio, CountsBothAxesWhenOneVariableDrivesThem) {
+  // Attention's Q K^T: M = N = T. At T = 17, 4-row tiles compute 20 rows and 8-wide
+  // tiles 24 columns: both paddings count.
+  te::ShapeVar t = te::shape_var("T", 1, 128);
+  te::Operator op = ops::batch_matmul({t}, 12, t.var, t.var, 64, ops::Layout::NT);
+  Extents e = ShapeExtents::at(ops::match_contraction(op), op, {17});
+  EXPECT_EQ(e.m, 17);
+  EXPECT_EQ(e.n, 17);
+  EXPECT_EQ(e.batch, 12);
+  auto s = make_schedule(schedule::Isa::Avx2, 4, 8, 64, 8, 64);
+  EXPECT_DOUBLE_EQ(pad_ratio(s, e), (17.0 * 17.0) / (20.0 * 24.0));
 }
 
 TEST(ParallelTasks, FollowTheParallelAxis) {

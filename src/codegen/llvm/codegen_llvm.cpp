@@ -6,6 +6,7 @@
 
 #include "codegen/llvm/activation.h"
 #include "ir/printer.h"
+#include "lower/insert_packing.h"
 #include "schedule/micro_kernel.h"
 #include "support/error.h"
 
@@ -141,9 +142,21 @@ void FunctionEmitter::emit_parallel_for(const ForNode& f) {
   buffers_ = std::move(saved_bufs);
   b_.SetInsertPoint(saved_block);
 
+  // One task (a single head, one block): call the body here, without a round trip
+  // through the thread pool.
   llvm::FunctionCallee pfor = module_.getOrInsertFunction(
       "dietcode_parallel_for", llvm::FunctionType::get(b_.getVoidTy(), {i64, ptr, ptr}, false));
+  llvm::BasicBlock* one = llvm::BasicBlock::Create(ctx_, "par.one", function_);
+  llvm::BasicBlock* pool = llvm::BasicBlock::Create(ctx_, "par.pool", function_);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "par.done", function_);
+  b_.CreateCondBr(b_.CreateICmpEQ(extent, b_.getInt64(1)), one, pool);
+  b_.SetInsertPoint(one);
+  b_.CreateCall(llvm::FunctionCallee(body->getFunctionType(), body), {b_.getInt64(0), closure});
+  b_.CreateBr(done);
+  b_.SetInsertPoint(pool);
   b_.CreateCall(pfor, {extent, body, closure});
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
 }
 
 void FunctionEmitter::emit(const Stmt& s) {
@@ -208,6 +221,8 @@ void FunctionEmitter::emit(const Stmt& s) {
       emit_micro_kernel(*this, *s.as<MicroKernelNode>());
       return;
     case StmtKind::PackStage:
+      if (lower::packs_by_transposing(*s.as<PackStageNode>()))
+        return emit_transposing_pack(*this, *s.as<PackStageNode>());
       internal_error(__FILE__, __LINE__,
                      "pack stage reached code generation (insert_packing not run)");
   }

@@ -40,6 +40,9 @@ class FunctionEmitter {
   llvm::IRBuilder<>& builder() { return b_; }
   llvm::Module& module() { return module_; }
   llvm::Value* buffer(const ir::Buffer& buf);
+  // Gives a loop variable of the IR a value while a caller emits its body.
+  void bind_var(const ir::Var& v, llvm::Value* value) { vars_[v.get()] = value; }
+  void unbind_var(const ir::Var& v) { vars_.erase(v.get()); }
   llvm::Value* element_ptr(const ir::Buffer& buf, llvm::Value* flat_index);
   // An alloca in the function's entry block (so it is allocated once per call).
   llvm::Value* entry_alloca(llvm::Type* type, uint64_t count, uint64_t align);
@@ -65,5 +68,8 @@ class FunctionEmitter {
 
 // Emits the register-tiled micro-kernel (micro_kernel_emitter.cpp).
 void emit_micro_kernel(FunctionEmitter& fe, const ir::MicroKernelNode& mk);
+// Emits a pack stage whose source is contiguous along k as 8x8 in-register transposes
+// (pack_emitter.cpp); insert_packing leaves such stages to code generation.
+void emit_transposing_pack(FunctionEmitter& fe, const ir::PackStageNode& p);
 
 }  // namespace dietcode::codegen

@@ -4,7 +4,9 @@
 // in vector registers; each k-step is NR/W vector loads of B, MR scalar broadcasts
 // of A and MR * NR/W FMAs, unrolled unroll_k times, with no branches and no bounds
 // checks. Edge tiles (m_valid < MR or n_valid < NR) run the same loop against a
-// small on-stack tile that is copied in and out, so only edges pay for masking.
+// small on-stack tile that is copied in and out, so only edges pay for masking. B read
+// in place (no panel) gets a second k-loop for edge column blocks whose loads are
+// masked (llvm.masked.load) so that no lane past the tensor's end is touched.
 #include <llvm/IR/Intrinsics.h>
 
 #include "codegen/llvm/activation.h"
@@ -119,11 +121,17 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   }
 
   // One k-step: NR/W loads of B, MR broadcasts of A, MR * NR/W FMAs.
+  // B read in place (mk.b_in_place) masks its loads on an edge column block: `b_masks`
+  // holds one lane mask per vector then, and is empty for the unmasked loop.
+  std::vector<llvm::Value*> b_masks;
   auto k_step = [&](llvm::Value* k, Tile& acc) {
     llvm::Value* b_row = gep(b_base, b.CreateMul(k, b_k_stride));
     std::vector<llvm::Value*> bv(V);
     for (int64_t v = 0; v < V; ++v)
-      bv[v] = b.CreateAlignedLoad(vt, gep(b_row, imm(v * W)), elem_align);
+      bv[v] = b_masks.empty() ? static_cast<llvm::Value*>(
+                                    b.CreateAlignedLoad(vt, gep(b_row, imm(v * W)), elem_align))
+                              : b.CreateMaskedLoad(vt, gep(b_row, imm(v * W)), elem_align,
+                                                   b_masks[v], llvm::Constant::getNullValue(vt));
     llvm::Value* a_off = b.CreateMul(k, a_k_stride);
     for (int64_t i = 0; i < MR; ++i) {
       llvm::Value* a = b.CreateAlignedLoad(f32, gep(a_rows[i], a_off), elem_align);
@@ -163,9 +171,45 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
     return phis;  // the header's values are live on exit
   };
   llvm::Value* k_main = b.CreateMul(b.CreateSDiv(k_extent, imm(mk.unroll_k)), imm(mk.unroll_k));
-  Tile acc = init;
-  if (mk.unroll_k > 1) acc = k_loop(imm(0), k_main, mk.unroll_k, acc, "k.unrolled");
-  acc = k_loop(mk.unroll_k > 1 ? k_main : imm(0), k_extent, 1, acc, "k.rest");
+  auto k_loops = [&](Tile acc) {
+    if (mk.unroll_k > 1) acc = k_loop(imm(0), k_main, mk.unroll_k, acc, "k.unrolled");
+    return k_loop(mk.unroll_k > 1 ? k_main : imm(0), k_extent, 1, acc, "k.rest");
+  };
+  Tile acc;
+  if (!mk.b_in_place) {
+    acc = k_loops(init);
+  } else {
+    // Full column blocks load B unmasked; an edge block masks lanes at or past n_valid,
+    // which may lie past the end of B (they read as zero and are never stored).
+    llvm::BasicBlock* full_bb = llvm::BasicBlock::Create(ctx, "b.full", fn);
+    llvm::BasicBlock* edge_bb = llvm::BasicBlock::Create(ctx, "b.edge", fn);
+    llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx, "b.join", fn);
+    b.CreateCondBr(b.CreateICmpEQ(n_valid, imm(NR)), full_bb, edge_bb);
+    b.SetInsertPoint(full_bb);
+    Tile full_acc = k_loops(init);
+    llvm::BasicBlock* full_end = b.GetInsertBlock();
+    b.CreateBr(join);
+    b.SetInsertPoint(edge_bb);
+    std::vector<llvm::Constant*> lanes;
+    for (unsigned l = 0; l < W; ++l) lanes.push_back(b.getInt64(l));
+    llvm::Value* lane_index = llvm::ConstantVector::get(lanes);
+    for (int64_t v = 0; v < V; ++v)
+      b_masks.push_back(
+          b.CreateICmpSLT(lane_index, b.CreateVectorSplat(W, b.CreateSub(n_valid, imm(v * W)))));
+    Tile edge_acc = k_loops(init);
+    b_masks.clear();
+    llvm::BasicBlock* edge_end = b.GetInsertBlock();
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+    acc = Tile(MR, std::vector<llvm::Value*>(V));
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t v = 0; v < V; ++v) {
+        llvm::PHINode* p = b.CreatePHI(vt, 2);
+        p->addIncoming(full_acc[i][v], full_end);
+        p->addIncoming(edge_acc[i][v], edge_end);
+        acc[i][v] = p;
+      }
+  }
 
   // Epilogue on the last k-block: bias along n, then the activation.
   if (mk.bias.defined() || mk.activation != Activation::None) {
