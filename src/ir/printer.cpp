@@ -125,6 +125,17 @@ void print(const Stmt& s, int indent, std::string& out) {
           to_string(n->panel_offset), n->width);
       break;
     }
+    case StmtKind::RowKernel: {
+      const auto* n = s.as<RowKernelNode>();
+      out += fmt::format("{}row_kernel<{} lanes, unroll {}>({} < {})\n", pad, n->vector_width,
+                         n->unroll, n->col.name(), to_string(n->length));
+      for (const RowReductionStage& r : n->reductions)
+        out += fmt::format("{}  pass {}: {}[row] = {}\n", pad, r.pass, r.result.name(),
+                           to_string(r.value));
+      out += fmt::format("{}  {}[{}] = {}\n", pad, n->output.name(), join(n->output_index),
+                         to_string(n->value));
+      break;
+    }
     case StmtKind::MicroKernel: {
       const auto* n = s.as<MicroKernelNode>();
       out += fmt::format("{}micro_kernel<{}x{}, unroll {}>(k < {}, valid {} x {})\n", pad, n->mr,
@@ -183,7 +194,7 @@ std::string to_string(const Expr& e) {
     }
     case ExprKind::Reduce: {
       const auto* r = e.as<ReduceNode>();
-      return fmt::format("sum({} < {}: {})", r->axis.name(), to_string(r->extent),
+      return fmt::format("{}({} < {}: {})", to_string(r->op), r->axis.name(), to_string(r->extent),
                          to_string(r->body));
     }
     default:

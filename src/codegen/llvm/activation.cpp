@@ -29,4 +29,41 @@ llvm::Value* emit_gelu(llvm::IRBuilder<>& b, llvm::Value* x) {
   return b.CreateFMul(b.CreateFMul(x, c(0.5)), one_plus_erf);
 }
 
+llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Type* type = x->getType();
+  llvm::Module* m = b.GetInsertBlock()->getModule();
+  auto c = [&](double v) { return llvm::ConstantFP::get(type, v); };
+  llvm::Function* fma = llvm::Intrinsic::getDeclaration(m, llvm::Intrinsic::fma, {type});
+  x = b.CreateMinNum(b.CreateMaxNum(x, c(-87.33654475)), c(88.0));
+  // n = round(x / ln 2); r = x - n ln 2 in two steps so that r keeps its low bits.
+  llvm::Value* n = b.CreateUnaryIntrinsic(llvm::Intrinsic::rint, b.CreateFMul(x, c(1.44269504088896341)));
+  llvm::Value* r = b.CreateCall(fma, {n, c(-0.693359375), x});
+  r = b.CreateCall(fma, {n, c(2.12194440e-4), r});
+  llvm::Value* p = c(1.9875691500e-4);
+  for (double coef : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+                      5.0000001201e-1})
+    p = b.CreateCall(fma, {p, r, c(coef)});
+  // exp(r) ~ 1 + r + r^2 p(r)
+  llvm::Value* er = b.CreateFAdd(b.CreateCall(fma, {p, b.CreateFMul(r, r), r}), c(1.0));
+  // 2^n: n + 127 in the exponent field (n is in [-126, 127] after the clamp).
+  llvm::Type* int_type = type->isVectorTy()
+                             ? llvm::VectorType::get(b.getInt32Ty(),
+                                                     llvm::cast<llvm::VectorType>(type)->getElementCount())
+                             : static_cast<llvm::Type*>(b.getInt32Ty());
+  llvm::Value* bits = b.CreateShl(b.CreateAdd(b.CreateFPToSI(n, int_type),
+                                              llvm::ConstantInt::get(int_type, 127)),
+                                  llvm::ConstantInt::get(int_type, 23));
+  return b.CreateFMul(er, b.CreateBitCast(bits, type));
+}
+
+llvm::Value* emit_gelu_tanh(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Type* type = x->getType();
+  auto c = [&](double v) { return llvm::ConstantFP::get(type, v); };
+  // -2u = -2 sqrt(2/pi) (x + 0.044715 x^3)
+  llvm::Value* x3 = b.CreateFMul(b.CreateFMul(x, x), x);
+  llvm::Value* inner = b.CreateFAdd(x, b.CreateFMul(x3, c(0.044715)));
+  llvm::Value* e = emit_exp(b, b.CreateFMul(inner, c(-1.5957691216057308)));
+  return b.CreateFDiv(x, b.CreateFAdd(e, c(1.0)));
+}
+
 }  // namespace dietcode::codegen

@@ -39,6 +39,11 @@ class FunctionEmitter {
 
   llvm::IRBuilder<>& builder() { return b_; }
   llvm::Module& module() { return module_; }
+  llvm::Function* function() { return function_; }
+  // Gives `var` a value for the expressions emitted until unbind_var (the column of a
+  // vector sweep, say).
+  void bind_var(const ir::Var& var, llvm::Value* value) { vars_[var.get()] = value; }
+  void unbind_var(const ir::Var& var) { vars_.erase(var.get()); }
   llvm::Value* buffer(const ir::Buffer& buf);
   llvm::Value* element_ptr(const ir::Buffer& buf, llvm::Value* flat_index);
   // An alloca in the function's entry block (so it is allocated once per call).
@@ -65,5 +70,8 @@ class FunctionEmitter {
 
 // Emits the register-tiled micro-kernel (micro_kernel_emitter.cpp).
 void emit_micro_kernel(FunctionEmitter& fe, const ir::MicroKernelNode& mk);
+
+// Emits one row of a row operator as vector code (row_kernel_emitter.cpp).
+void emit_row_kernel(FunctionEmitter& fe, const ir::RowKernelNode& rk);
 
 }  // namespace dietcode::codegen
