@@ -53,8 +53,8 @@ struct Problem {
   te::Operator op;
   std::vector<int64_t> shape;
   // oneDNN's computation of the same output from the same buffers (inputs in op order).
-  std::function<std::function<void()>(dnnl::engine&, dnnl::stream&, std::vector<std::vector<float>>&,
-                                      std::vector<float>&)>
+  std::function<std::function<void()>(dnnl::engine&, dnnl::stream&,
+                                      std::vector<std::vector<float>>&, std::vector<float>&)>
       onednn;
 };
 
@@ -71,13 +71,13 @@ std::function<void()> layer_norm_dnnl(dnnl::engine& eng, dnnl::stream& s, float*
                                             1e-5f, flags);
   dnnl::layer_normalization_forward::primitive_desc pd(d, eng);
   auto prim = std::make_shared<dnnl::layer_normalization_forward>(pd);
-  auto args = std::make_shared<std::unordered_map<int, memory>>(std::unordered_map<int, memory>{
-      {DNNL_ARG_SRC, memory(md({rows, n}), eng, x)},
-      {DNNL_ARG_DST, memory(md({rows, n}), eng, y)},
-      {DNNL_ARG_SCALE, memory(md({n}), eng, gamma)},
-      {DNNL_ARG_SHIFT, memory(md({n}), eng, beta)},
-      {DNNL_ARG_MEAN, memory(pd.mean_desc(), eng)},
-      {DNNL_ARG_VARIANCE, memory(pd.variance_desc(), eng)}});
+  auto args = std::make_shared<std::unordered_map<int, memory>>(
+      std::unordered_map<int, memory>{{DNNL_ARG_SRC, memory(md({rows, n}), eng, x)},
+                                      {DNNL_ARG_DST, memory(md({rows, n}), eng, y)},
+                                      {DNNL_ARG_SCALE, memory(md({n}), eng, gamma)},
+                                      {DNNL_ARG_SHIFT, memory(md({n}), eng, beta)},
+                                      {DNNL_ARG_MEAN, memory(pd.mean_desc(), eng)},
+                                      {DNNL_ARG_VARIANCE, memory(pd.variance_desc(), eng)}});
   return [prim, args, &s] {
     prim->execute(s, *args);
     s.wait();
@@ -111,10 +111,10 @@ int main(int argc, char** argv) {
     dnnl::binary::desc d(dnnl::algorithm::binary_add, md({rows, 768}), md({rows, 768}),
                          md({rows, 768}));
     auto add = std::make_shared<dnnl::binary>(dnnl::binary::primitive_desc(d, e));
-    auto args = std::make_shared<std::unordered_map<int, memory>>(std::unordered_map<int, memory>{
-        {DNNL_ARG_SRC_0, memory(md({rows, 768}), e, in[0].data())},
-        {DNNL_ARG_SRC_1, memory(md({rows, 768}), e, in[1].data())},
-        {DNNL_ARG_DST, memory(md({rows, 768}), e, sum->data())}});
+    auto args = std::make_shared<std::unordered_map<int, memory>>(
+        std::unordered_map<int, memory>{{DNNL_ARG_SRC_0, memory(md({rows, 768}), e, in[0].data())},
+                                        {DNNL_ARG_SRC_1, memory(md({rows, 768}), e, in[1].data())},
+                                        {DNNL_ARG_DST, memory(md({rows, 768}), e, sum->data())}});
     auto ln = layer_norm_dnnl(e, s, sum->data(), in[2].data(), in[3].data(), out.data(), rows, 768);
     return std::function<void()>([add, args, sum, ln, &s] {
       add->execute(s, *args);
@@ -125,10 +125,11 @@ int main(int argc, char** argv) {
   problems.back().onednn = [](dnnl::engine& e, dnnl::stream& s, auto& in, auto& out) {
     int64_t t = int64_t(std::llround(std::sqrt(double(in[0].size()) / 12)));
     dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, md({12 * t, t}), 1);
-    auto prim = std::make_shared<dnnl::softmax_forward>(dnnl::softmax_forward::primitive_desc(d, e));
-    auto args = std::make_shared<std::unordered_map<int, memory>>(std::unordered_map<int, memory>{
-        {DNNL_ARG_SRC, memory(md({12 * t, t}), e, in[0].data())},
-        {DNNL_ARG_DST, memory(md({12 * t, t}), e, out.data())}});
+    auto prim =
+        std::make_shared<dnnl::softmax_forward>(dnnl::softmax_forward::primitive_desc(d, e));
+    auto args = std::make_shared<std::unordered_map<int, memory>>(
+        std::unordered_map<int, memory>{{DNNL_ARG_SRC, memory(md({12 * t, t}), e, in[0].data())},
+                                        {DNNL_ARG_DST, memory(md({12 * t, t}), e, out.data())}});
     return std::function<void()>([prim, args, &s] {
       prim->execute(s, *args);
       s.wait();
@@ -139,10 +140,11 @@ int main(int argc, char** argv) {
     int64_t rows = int64_t(in[0].size() / 3072);
     dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference,
                                   dnnl::algorithm::eltwise_gelu_erf, md({rows, 3072}), 0.f, 0.f);
-    auto prim = std::make_shared<dnnl::eltwise_forward>(dnnl::eltwise_forward::primitive_desc(d, e));
-    auto args = std::make_shared<std::unordered_map<int, memory>>(std::unordered_map<int, memory>{
-        {DNNL_ARG_SRC, memory(md({rows, 3072}), e, in[0].data())},
-        {DNNL_ARG_DST, memory(md({rows, 3072}), e, out.data())}});
+    auto prim =
+        std::make_shared<dnnl::eltwise_forward>(dnnl::eltwise_forward::primitive_desc(d, e));
+    auto args = std::make_shared<std::unordered_map<int, memory>>(
+        std::unordered_map<int, memory>{{DNNL_ARG_SRC, memory(md({rows, 3072}), e, in[0].data())},
+                                        {DNNL_ARG_DST, memory(md({rows, 3072}), e, out.data())}});
     return std::function<void()>([prim, args, &s] {
       prim->execute(s, *args);
       s.wait();
@@ -161,9 +163,10 @@ int main(int argc, char** argv) {
       grid.push_back(s);
     }
 
-  std::printf("%s\none thread; times in microseconds; ratio = oneDNN time / ours; roofline = "
-              "memory-bound time / ours\n\n",
-              roof.describe().c_str());
+  std::printf(
+      "%s\none thread; times in microseconds; ratio = oneDNN time / ours; roofline = "
+      "memory-bound time / ours\n\n",
+      roof.describe().c_str());
   std::printf("%-22s %5s %10s %10s %7s %9s %9s\n", "operator", "T", "dietcode", "oneDNN", "ratio",
               "roofline", "max diff");
   std::mt19937_64 rng(1);

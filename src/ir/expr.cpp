@@ -169,8 +169,8 @@ Expr call(CallOp op, std::vector<Expr> args) {
 
 Expr reduce(ReduceOp op, Var axis, Expr extent, Expr body) {
   DC_INTERNAL_CHECK(body.type() == Type::Float, "reduce_{} of a non-float body", to_string(op));
-  return Expr(std::make_shared<const ReduceNode>(std::move(axis), std::move(extent),
-                                                 std::move(body), op));
+  return Expr(
+      std::make_shared<const ReduceNode>(std::move(axis), std::move(extent), std::move(body), op));
 }
 
 Expr reduce_sum(Var axis, Expr extent, Expr body) {

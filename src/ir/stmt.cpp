@@ -79,8 +79,8 @@ Stmt make_micro_kernel(MicroKernelNode node) {
 
 Stmt make_row_kernel(RowKernelNode node) {
   DC_INTERNAL_CHECK(node.vector_width > 0 && node.unroll > 0, "row kernel vector shape");
-  DC_INTERNAL_CHECK(!node.output_index.empty() &&
-                        node.output_index.back().get() == static_cast<const ExprNode*>(node.col.get()),
+  DC_INTERNAL_CHECK(!node.output_index.empty() && node.output_index.back().get() ==
+                                                      static_cast<const ExprNode*>(node.col.get()),
                     "row kernel output {} must be indexed by the column last", node.output.name());
   DC_INTERNAL_CHECK(node.value.type() == Type::Float && node.length.type() == Type::Int,
                     "row kernel value and length types");

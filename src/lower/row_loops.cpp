@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
+#include "ir/printer.h"
+#include "ir/simplify.h"
 #include "ir/visit.h"
 #include "lower/pipeline.h"
 #include "lower/reference_loops.h"
-#include "ir/printer.h"
-#include "ir/simplify.h"
 
 namespace dietcode::lower {
 
@@ -62,8 +62,8 @@ Stmt build_row_loops(const ops::RowOp& r, const schedule::RowSchedule& s) {
   Expr per_task = s.rows_per_task;
   body = make_let(row, task * per_task + in_task, body);
   body = make_for(in_task, 0, min(per_task, rows - task * per_task), ForKind::Serial, body);
-  return make_for(task, 0, ceil_div(rows, per_task), s.parallel ? ForKind::Parallel : ForKind::Serial,
-                  body);
+  return make_for(task, 0, ceil_div(rows, per_task),
+                  s.parallel ? ForKind::Parallel : ForKind::Serial, body);
 }
 
 LoweredKernel lower(const schedule::BoundRowSchedule& bound, const PassLogger& log) {

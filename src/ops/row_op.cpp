@@ -91,13 +91,12 @@ class Matcher {
         unsupported(where, "an integer converted to float varies along the row");
       const auto* l = x.as<ir::LoadNode>();
       if (!l) return;
-      auto stage = std::find_if(op_.stages.begin(), op_.stages.end(), [&](const te::ComputeOp& s) {
-        return s.output == l->buffer;
-      });
+      auto stage = std::find_if(op_.stages.begin(), op_.stages.end(),
+                                [&](const te::ComputeOp& s) { return s.output == l->buffer; });
       if (stage != op_.stages.end()) {
         if (static_cast<size_t>(stage - op_.stages.begin()) >= visible)
-          unsupported(where, fmt::format("it reads stage {} before it is computed",
-                                         l->buffer.name()));
+          unsupported(where,
+                      fmt::format("it reads stage {} before it is computed", l->buffer.name()));
         for (size_t d = 0; d < l->indices.size(); ++d) {
           const auto* v = l->indices[d].as<ir::VarNode>();
           if (!v || v != r.row_axes[d].get())
@@ -108,8 +107,8 @@ class Matcher {
       }
       bool is_input = std::any_of(op_.inputs.begin(), op_.inputs.end(),
                                   [&](const te::Input& in) { return in.tensor == l->buffer; });
-      if (!is_input) unsupported(where, fmt::format("it reads {}, which is not an input",
-                                                    l->buffer.name()));
+      if (!is_input)
+        unsupported(where, fmt::format("it reads {}, which is not an input", l->buffer.name()));
       for (size_t d = 0; d + 1 < l->indices.size(); ++d)
         if (ir::uses_var(l->indices[d], axis.get()))
           unsupported(where, fmt::format("{} is read along the row in a dimension other than its "
@@ -117,7 +116,8 @@ class Matcher {
                                          l->buffer.name()));
       if (l->indices.empty()) return;
       const ir::Expr& last = l->indices.back();
-      if (ir::uses_var(last, axis.get()) && last.get() != static_cast<const ir::ExprNode*>(axis.get()))
+      if (ir::uses_var(last, axis.get()) &&
+          last.get() != static_cast<const ir::ExprNode*>(axis.get()))
         unsupported(where, fmt::format("{} is read at {} along the row; expected the row index "
                                        "itself (contiguous) or none (broadcast)",
                                        l->buffer.name(), ir::to_string(last)));

@@ -30,8 +30,8 @@ struct RowReduction {
 struct RowOp {
   std::vector<ir::Var> row_axes;  // the output's leading axes (empty: a single row)
   std::vector<ir::Expr> row_extents;
-  ir::Var col;                    // the output's last axis
-  ir::Expr length;                // L
+  ir::Var col;                           // the output's last axis
+  ir::Expr length;                       // L
   std::vector<RowReduction> reductions;  // in evaluation order
   ir::Buffer output;
   ir::Expr value;  // the output element, in the row axes and `col`

@@ -1,8 +1,9 @@
 #include "ops/row_ops.h"
 
-#include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <cmath>
 
 #include "support/error.h"
 
@@ -23,7 +24,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 struct Dims {
   te::ShapeVar m;
   std::vector<Expr> of(const std::vector<int64_t>& shape, const char* op, const char* input) const {
-    if (shape.empty()) user_error("{}: input {} has no dimensions; expected at least one", op, input);
+    if (shape.empty())
+      user_error("{}: input {} has no dimensions; expected at least one", op, input);
     std::vector<Expr> out;
     for (int64_t d : shape) {
       if (d != kM && d < 1)
@@ -66,10 +68,10 @@ te::Operator unary(const char* name, int64_t m_min, int64_t m_max,
                    const std::vector<int64_t>& shape, ir::CallOp fn) {
   Dims d = dims(m_min, m_max);
   te::Input x = te::input("X", d.of(shape, name, "X"));
-  te::ComputeOp y = te::compute("Y", x.tensor.shape(), axis_names(shape.size()),
-                                [&](const std::vector<Var>& ax) {
-                                  return ir::call(fn, {ir::load(x.tensor, {ax.begin(), ax.end()})});
-                                });
+  te::ComputeOp y =
+      te::compute("Y", x.tensor.shape(), axis_names(shape.size()), [&](const std::vector<Var>& ax) {
+        return ir::call(fn, {ir::load(x.tensor, {ax.begin(), ax.end()})});
+      });
   return te::Operator{name, {d.m}, {x}, y, {}};
 }
 
@@ -87,14 +89,17 @@ te::Operator layer_norm_of(const char* name, const Dims& d, int64_t n, double ep
     Var j("k");
     return ir::reduce_sum(j, N, row(ax[0], j)) * reciprocal(N);
   });
-  auto centered = [&](const Var& i, const Expr& j) { return row(i, j) - ir::load(mean.output, {i}); };
+  auto centered = [&](const Var& i, const Expr& j) {
+    return row(i, j) - ir::load(mean.output, {i});
+  };
   te::ComputeOp rstd = te::row_stage("rstd", {M}, {"i"}, [&](const std::vector<Var>& ax) {
     Var j("k");
     Expr var = ir::reduce_sum(j, N, centered(ax[0], j) * centered(ax[0], j)) * reciprocal(N);
     return ir::make_float(1.0) / ir::call(ir::CallOp::Sqrt, {var + ir::make_float(eps)});
   });
   te::ComputeOp y = te::compute("Y", {M, N}, {"i", "j"}, [&](const std::vector<Var>& ax) {
-    return centered(ax[0], ax[1]) * ir::load(rstd.output, {ax[0]}) * ir::load(gamma.tensor, {ax[1]}) +
+    return centered(ax[0], ax[1]) * ir::load(rstd.output, {ax[0]}) *
+               ir::load(gamma.tensor, {ax[1]}) +
            ir::load(beta.tensor, {ax[1]});
   });
   inputs.push_back(gamma);
@@ -128,11 +133,11 @@ te::Operator add(int64_t m_min, int64_t m_max, const std::vector<int64_t>& a_sha
           x == kM ? std::string("M") : std::to_string(x),
           y == kM ? std::string("M") : std::to_string(y));
   }
-  te::ComputeOp y = te::compute("Y", d.of(out, "add", "Y"), axis_names(rank),
-                                [&](const std::vector<Var>& ax) {
-                                  return ir::load(a.tensor, broadcast_index(a_shape, ax)) +
-                                         ir::load(b.tensor, broadcast_index(b_shape, ax));
-                                });
+  te::ComputeOp y =
+      te::compute("Y", d.of(out, "add", "Y"), axis_names(rank), [&](const std::vector<Var>& ax) {
+        return ir::load(a.tensor, broadcast_index(a_shape, ax)) +
+               ir::load(b.tensor, broadcast_index(b_shape, ax));
+      });
   return te::Operator{"add", {d.m}, {a, b}, y, {}};
 }
 
@@ -168,7 +173,8 @@ te::Operator softmax(int64_t m_min, int64_t m_max, const std::vector<int64_t>& s
   });
   te::ComputeOp y = te::compute("Y", x.tensor.shape(), names, [&](const std::vector<Var>& ax) {
     std::vector<Var> row_axes(ax.begin(), ax.end() - 1);
-    return ir::call(ir::CallOp::Exp, {at(row_axes, ax.back()) - ir::load(mx.output, row_of(row_axes))}) *
+    return ir::call(ir::CallOp::Exp,
+                    {at(row_axes, ax.back()) - ir::load(mx.output, row_of(row_axes))}) *
            ir::load(inv.output, row_of(row_axes));
   });
   return te::Operator{"softmax", {d.m}, {x}, y, {mx, inv}};
@@ -177,8 +183,9 @@ te::Operator softmax(int64_t m_min, int64_t m_max, const std::vector<int64_t>& s
 te::Operator layer_norm(int64_t m_min, int64_t m_max, int64_t n, double eps) {
   Dims d = dims(m_min, m_max);
   te::Input x = te::input("X", {d.m.var, Expr(std::max<int64_t>(n, 1))});
-  return layer_norm_of("layer_norm", d, n, eps, {x},
-                       [&](const Var& i, const Expr& j) { return ir::load(x.tensor, {i, j}); });
+  return layer_norm_of("layer_norm", d, n, eps, {x}, [&](const Var& i, const Expr& j) {
+    return ir::load(x.tensor, {i, j});
+  });
 }
 
 te::Operator add_layer_norm(int64_t m_min, int64_t m_max, int64_t n, double eps) {

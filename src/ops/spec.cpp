@@ -36,9 +36,10 @@ te::Operator OperatorSpec::build() const {
   if (is_row_operator(op)) {
     if (epilogue != "none") user_error("epilogue {}: {} takes no epilogue", epilogue, op);
     if (!instances.empty())
-      user_error("operator {}: weighted instances are for tuning, which row operators do not "
-                 "have yet",
-                 op);
+      user_error(
+          "operator {}: weighted instances are for tuning, which row operators do not "
+          "have yet",
+          op);
     if (op == "add") return add(m_min, m_max, {kM, n}, {kM, n});
     if (op == "gelu") return gelu(m_min, m_max, {kM, n});
     if (op == "gelu_tanh") return gelu_tanh(m_min, m_max, {kM, n});

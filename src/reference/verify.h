@@ -37,8 +37,8 @@ struct VerifyResult {
 };
 
 // Row operators (ops/row_op.h) are checked under random row schedules, contractions
-// under random micro-kernels. Checks every schedule on every M of `m_values`; calls `on_failure` for each failing
-// (schedule, M) as it is found. Throws dietcode::Error for bad options.
+// under random micro-kernels. Checks every schedule on every M of `m_values`; calls `on_failure`
+// for each failing (schedule, M) as it is found. Throws dietcode::Error for bad options.
 VerifyResult verify_kernels(const te::Operator& op, const std::vector<int64_t>& m_values,
                             const VerifyOptions& options,
                             const std::function<void(const VerifyFailure&)>& on_failure);

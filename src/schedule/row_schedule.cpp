@@ -18,8 +18,8 @@ std::string_view to_string(ReductionPasses p) {
 uint64_t RowSchedule::digest() const {
   Fnv1a h;
   h.add("row");
-  for (int64_t v : {int64_t(target), int64_t(isa), rows_per_task, unroll, int64_t(parallel),
-                    int64_t(passes)})
+  for (int64_t v :
+       {int64_t(target), int64_t(isa), rows_per_task, unroll, int64_t(parallel), int64_t(passes)})
     h.add(v);
   return h.value();
 }

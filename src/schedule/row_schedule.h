@@ -38,8 +38,8 @@ struct RowSchedule {
   Target target = Target::Cpu;
   Isa isa = Isa::Avx2;
   int64_t rows_per_task = 4;  // rows of one parallel task, in [1, 4096]
-  int64_t unroll = 2;         // vectors per step of the main loop (independent accumulators), [1, 8]
-  bool parallel = true;       // tasks run on the thread pool, or all on the caller's thread
+  int64_t unroll = 2;    // vectors per step of the main loop (independent accumulators), [1, 8]
+  bool parallel = true;  // tasks run on the thread pool, or all on the caller's thread
   ReductionPasses passes = ReductionPasses::Fused;
 
   bool operator==(const RowSchedule&) const = default;

@@ -2,6 +2,8 @@
 // tensor expressions, against the float64 reference: fresh random inputs, outputs
 // poisoned with NaN, M inside and outside the declared range, row lengths 1, primes
 // and non-multiples of the vector width, random row schedules.
+#include "ops/row_ops.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 
 #include "codegen/llvm/target.h"
 #include "ops/dense.h"
-#include "ops/row_ops.h"
 #include "reference/reference.h"
 #include "runtime/kernel.h"
 #include "schedule/row_schedule.h"
@@ -62,12 +63,36 @@ struct Case {
 std::vector<Case> cases() {
   using ops::kM;
   return {
-      {"add", [](int64_t n) { return ops::add(1, 128, {kM, n}, {kM, n}); }, 1e-7},
-      {"add_bias", [](int64_t n) { return ops::add(1, 128, {kM, n}, {n}); }, 1e-7},
-      {"add_column", [](int64_t n) { return ops::add(1, 128, {kM, 1}, {1, n}); }, 1e-7},
-      {"gelu", [](int64_t n) { return ops::gelu(1, 128, {kM, n}); }, 1e-6},
-      {"gelu_tanh", [](int64_t n) { return ops::gelu_tanh(1, 128, {kM, n}); }, 1e-6},
-      {"softmax", [](int64_t n) { return ops::softmax(1, 128, {kM, n}); }, 1e-6},
+      {"add",
+       [](int64_t n) {
+         return ops::add(1, 128, {kM, n}, {kM, n});
+       },
+       1e-7},
+      {"add_bias",
+       [](int64_t n) {
+         return ops::add(1, 128, {kM, n}, {n});
+       },
+       1e-7},
+      {"add_column",
+       [](int64_t n) {
+         return ops::add(1, 128, {kM, 1}, {1, n});
+       },
+       1e-7},
+      {"gelu",
+       [](int64_t n) {
+         return ops::gelu(1, 128, {kM, n});
+       },
+       1e-6},
+      {"gelu_tanh",
+       [](int64_t n) {
+         return ops::gelu_tanh(1, 128, {kM, n});
+       },
+       1e-6},
+      {"softmax",
+       [](int64_t n) {
+         return ops::softmax(1, 128, {kM, n});
+       },
+       1e-6},
       {"layer_norm", [](int64_t n) { return ops::layer_norm(1, 128, n); }, 2e-6},
       // X + R is rounded to float before it is normalized (the reference adds in float64);
       // on short rows whose two sums nearly agree, that rounding is amplified by
@@ -94,8 +119,8 @@ TEST(RowOps, EveryOperatorMatchesFloat64) {
           if (m * n > 200000) continue;  // the reference is slow; 1000 x 97 still runs
           double err = run_and_compare(k, m, rng);
           worst = std::max(worst, std::isnan(err) ? 1.0 : err);
-          EXPECT_LE(err, c.tolerance) << c.name << " N=" << n << " M=" << m
-                                      << " schedule=" << schedule::to_json_text(s);
+          EXPECT_LE(err, c.tolerance)
+              << c.name << " N=" << n << " M=" << m << " schedule=" << schedule::to_json_text(s);
         }
       }
     }

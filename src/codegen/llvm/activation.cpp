@@ -44,15 +44,16 @@ llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Value* x_in) {
   llvm::Value* r = b.CreateCall(fma, {n, c(-0.693359375), x});
   r = b.CreateCall(fma, {n, c(2.12194440e-4), r});
   llvm::Value* p = c(1.9875691500e-4);
-  for (double coef : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
-                      5.0000001201e-1})
+  for (double coef :
+       {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
     p = b.CreateCall(fma, {p, r, c(coef)});
   // exp(r) ~ 1 + r + r^2 p(r)
   llvm::Value* er = b.CreateFAdd(b.CreateCall(fma, {p, b.CreateFMul(r, r), r}), c(1.0));
   // 2^n as 2^(n/2) 2^(n - n/2): n is in [-126, 128], each factor a normal float.
   llvm::Type* int_type =
       type->isVectorTy()
-          ? llvm::VectorType::get(b.getInt32Ty(), llvm::cast<llvm::VectorType>(type)->getElementCount())
+          ? llvm::VectorType::get(b.getInt32Ty(),
+                                  llvm::cast<llvm::VectorType>(type)->getElementCount())
           : static_cast<llvm::Type*>(b.getInt32Ty());
   auto i = [&](int v) { return llvm::ConstantInt::get(int_type, v); };
   llvm::Value* ni = b.CreateFPToSI(n, int_type);

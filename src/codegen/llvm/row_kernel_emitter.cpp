@@ -37,7 +37,8 @@ class RowKernelEmitter {
     sweep([&](llvm::Value* base, int, llvm::Value* mask) {
       llvm::Value* v = vec(k_.value, k_.col, base, mask);
       fe_.bind_var(k_.col, base);
-      llvm::Value* ptr = fe_.element_ptr(k_.output, fe_.emit(flatten_index(k_.output, k_.output_index)));
+      llvm::Value* ptr =
+          fe_.element_ptr(k_.output, fe_.emit(flatten_index(k_.output, k_.output_index)));
       fe_.unbind_var(k_.col);
       if (mask)
         b_.CreateMaskedStore(v, ptr, llvm::Align(4), mask);
@@ -74,7 +75,9 @@ class RowKernelEmitter {
     if (u > 1)
       fe_.emit_loop(
           b_.CreateMul(steps, b_.getInt64(u)), full,
-          [&](llvm::Value* i) { body(b_.CreateMul(i, b_.getInt64(w), "", true, true), 0, nullptr); },
+          [&](llvm::Value* i) {
+            body(b_.CreateMul(i, b_.getInt64(w), "", true, true), 0, nullptr);
+          },
           "row_vec");
     llvm::Value* base = b_.CreateMul(full, b_.getInt64(w));
     llvm::Value* rest = b_.CreateSub(length_, base);
@@ -129,9 +132,8 @@ class RowKernelEmitter {
         scalar = b_.CreateFPMaxReduce(total);
       }
       reduce_values_[r.reduce.get()] = scalar;
-      stage_values_[r.result.get()] =
-          b_.CreateExtractElement(vec(r.value, Var(), nullptr, nullptr), uint64_t(0),
-                                  r.result.name());
+      stage_values_[r.result.get()] = b_.CreateExtractElement(vec(r.value, Var(), nullptr, nullptr),
+                                                              uint64_t(0), r.result.name());
     }
   }
 
@@ -153,7 +155,8 @@ class RowKernelEmitter {
                          l->indices.back().get() == static_cast<const ExprNode*>(col.get());
         if (!along_row) return splat(fe_.emit(e));
         fe_.bind_var(col, base);
-        llvm::Value* ptr = fe_.element_ptr(l->buffer, fe_.emit(flatten_index(l->buffer, l->indices)));
+        llvm::Value* ptr =
+            fe_.element_ptr(l->buffer, fe_.emit(flatten_index(l->buffer, l->indices)));
         fe_.unbind_var(col);
         if (mask)
           return b_.CreateMaskedLoad(vec_type_, ptr, llvm::Align(4), mask,
@@ -162,7 +165,8 @@ class RowKernelEmitter {
       }
       case ExprKind::Call: {
         const auto* c = e.as<CallNode>();
-        if (c->op == CallOp::ToFloat) return splat(b_.CreateSIToFP(fe_.emit(c->args[0]), b_.getFloatTy()));
+        if (c->op == CallOp::ToFloat)
+          return splat(b_.CreateSIToFP(fe_.emit(c->args[0]), b_.getFloatTy()));
         llvm::Value* x = vec(c->args[0], col, base, mask);
         switch (c->op) {
           case CallOp::Relu:
@@ -190,8 +194,8 @@ class RowKernelEmitter {
         break;
     }
     const BinaryNode* bin = as_binary(e);
-    DC_INTERNAL_CHECK(bin && bin->a.type() != Type::Int,
-                      "row kernel: cannot vectorize {}", to_string(e));
+    DC_INTERNAL_CHECK(bin && bin->a.type() != Type::Int, "row kernel: cannot vectorize {}",
+                      to_string(e));
     llvm::Value* x = vec(bin->a, col, base, mask);
     llvm::Value* y = vec(bin->b, col, base, mask);
     switch (e.kind()) {
