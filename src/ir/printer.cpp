@@ -129,8 +129,9 @@ void print(const Stmt& s, int indent, std::string& out) {
       const auto* n = s.as<RowKernelNode>();
       out += fmt::format("{}row_kernel<{} lanes, unroll {}>({} < {})\n", pad, n->vector_width,
                          n->unroll, n->col.name(), to_string(n->length));
+      std::vector<Expr> row(n->output_index.begin(), n->output_index.end() - 1);
       for (const RowReductionStage& r : n->reductions)
-        out += fmt::format("{}  pass {}: {}[row] = {}\n", pad, r.pass, r.result.name(),
+        out += fmt::format("{}  pass {}: {}[{}] = {}\n", pad, r.pass, r.result.name(), join(row),
                            to_string(r.value));
       out += fmt::format("{}  {}[{}] = {}\n", pad, n->output.name(), join(n->output_index),
                          to_string(n->value));
