@@ -135,6 +135,11 @@ void print(const Stmt& s, int indent, std::string& out) {
                            to_string(r.value));
       out += fmt::format("{}  {}[{}] = {}\n", pad, n->output.name(), join(n->output_index),
                          to_string(n->value));
+      if (n->reuse >= 0)
+        out += fmt::format("{}  (pass {} also stores the summed elements of {} in {}; the output pass scales them by "
+                           "{})\n",
+                           pad, n->reductions[n->reuse].pass, n->reductions[n->reuse].result.name(),
+                           n->output.name(), to_string(n->scale));
       break;
     }
     case StmtKind::MicroKernel: {

@@ -192,6 +192,11 @@ struct RowKernelNode : StmtNode {
   Buffer output;
   std::vector<Expr> output_index;  // its last index is `col`
   Expr value;
+  // When value = element(reductions[reuse]) * scale (softmax's exp(x - max) * inv_sum),
+  // the pass of that reduction stores its elements in the output and the output pass
+  // only multiplies them by `scale`: the element is computed once. -1: no reuse.
+  int reuse = -1;
+  Expr scale;
   RowKernelNode() : StmtNode(kKind) {}
 };
 

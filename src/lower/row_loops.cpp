@@ -22,6 +22,25 @@ bool reads(const Expr& e, const Buffer& buffer) {
   return found;
 }
 
+// Sets k.reuse when the output is a sum reduction's element (at the output's column)
+// times a factor constant along the row, and that reduction's pass is the last one.
+void find_reuse(RowKernelNode& k) {
+  const auto* mul = k.value.kind() == ExprKind::Mul ? as_binary(k.value) : nullptr;
+  if (!mul || k.reductions.empty()) return;
+  int last_pass = k.reductions.back().pass;
+  for (size_t i = 0; i < k.reductions.size(); ++i) {
+    const RowReductionStage& r = k.reductions[i];
+    if (r.op != ReduceOp::Sum || r.pass != last_pass) continue;
+    std::string element = to_string(substitute(r.element, VarMap{{r.axis.get(), Expr(k.col)}}));
+    for (auto [factor, scale] : {std::pair{mul->a, mul->b}, std::pair{mul->b, mul->a}}) {
+      if (to_string(factor) != element || uses_var(scale, k.col.get())) continue;
+      k.reuse = static_cast<int>(i);
+      k.scale = scale;
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 Stmt build_row_loops(const ops::RowOp& r, const schedule::RowSchedule& s) {
@@ -47,6 +66,7 @@ Stmt build_row_loops(const ops::RowOp& r, const schedule::RowSchedule& s) {
   for (const Var& a : r.row_axes) k.output_index.push_back(a);
   k.output_index.push_back(r.col);
   k.value = r.value;
+  find_reuse(k);
   Stmt body = make_row_kernel(std::move(k));
 
   // Row axes from the flat row number, innermost fastest.

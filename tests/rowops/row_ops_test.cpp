@@ -236,6 +236,10 @@ TEST(RowOps, FusedPassesShareASweep) {
   runtime::Kernel k = runtime::Kernel::compile(ops::layer_norm(1, 8, 32), s);
   EXPECT_NE(k.loop_ir().find("pass 1: rstd"), std::string::npos) << k.loop_ir();
   EXPECT_TRUE(k.is_row_kernel());
+  // Softmax's output is its sum's element times 1/sum: computed once, in the sum's pass.
+  runtime::Kernel sm = runtime::Kernel::compile(ops::softmax(1, 8, {ops::kM, 32}), s);
+  EXPECT_NE(sm.loop_ir().find("also stores the summed elements of inv_sum"), std::string::npos)
+      << sm.loop_ir();
 }
 
 TEST(RowOps, BadInputIsRefusedClearly) {

@@ -35,19 +35,36 @@ class RowKernelEmitter {
     int passes = k_.reductions.empty() ? 0 : k_.reductions.back().pass + 1;
     for (int p = 0; p < passes; ++p) emit_pass(p);
     sweep([&](llvm::Value* base, int, llvm::Value* mask) {
-      llvm::Value* v = vec(k_.value, k_.col, base, mask);
-      fe_.bind_var(k_.col, base);
-      llvm::Value* ptr =
-          fe_.element_ptr(k_.output, fe_.emit(flatten_index(k_.output, k_.output_index)));
-      fe_.unbind_var(k_.col);
-      if (mask)
-        b_.CreateMaskedStore(v, ptr, llvm::Align(4), mask);
-      else
-        b_.CreateAlignedStore(v, ptr, llvm::Align(4));
+      llvm::Value* ptr = output_ptr(base);
+      llvm::Value* v;
+      if (k_.reuse >= 0) {  // the reused pass stored the elements; scale them
+        llvm::Value* stored =
+            mask ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(vec_type_, ptr, llvm::Align(4), mask,
+                                       llvm::Constant::getNullValue(vec_type_)))
+                 : b_.CreateAlignedLoad(vec_type_, ptr, llvm::Align(4));
+        v = b_.CreateFMul(stored, vec(k_.scale, k_.col, base, mask));
+      } else {
+        v = vec(k_.value, k_.col, base, mask);
+      }
+      store(v, ptr, mask);
     });
   }
 
  private:
+  llvm::Value* output_ptr(llvm::Value* base) {
+    fe_.bind_var(k_.col, base);
+    llvm::Value* ptr =
+        fe_.element_ptr(k_.output, fe_.emit(flatten_index(k_.output, k_.output_index)));
+    fe_.unbind_var(k_.col);
+    return ptr;
+  }
+  void store(llvm::Value* v, llvm::Value* ptr, llvm::Value* mask) {
+    if (mask)
+      b_.CreateMaskedStore(v, ptr, llvm::Align(4), mask);
+    else
+      b_.CreateAlignedStore(v, ptr, llvm::Align(4));
+  }
+
   llvm::Value* splat(llvm::Value* scalar) { return b_.CreateVectorSplat(width_, scalar); }
   llvm::Value* fconst(double v) { return llvm::ConstantFP::get(vec_type_, v); }
   llvm::Value* identity(ReduceOp op) {
@@ -110,6 +127,8 @@ class RowKernelEmitter {
       for (size_t m = 0; m < members.size(); ++m) {
         const RowReductionStage& r = *members[m];
         llvm::Value* v = vec(r.element, r.axis, base, mask);
+        if (members[m] == &k_.reductions[std::max(k_.reuse, 0)] && k_.reuse >= 0)
+          store(v, output_ptr(base), mask);
         if (mask) v = b_.CreateSelect(mask, v, identity(r.op));
         llvm::Value* a = b_.CreateLoad(vec_type_, acc[m][j]);
         b_.CreateStore(combine(r.op, a, v), acc[m][j]);
