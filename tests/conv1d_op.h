@@ -22,7 +22,7 @@ inline te::Operator conv1d(int64_t l_min, int64_t l_max, int64_t C, int64_t R, i
             ir::load(x.tensor, {ir::Expr(ax[0]) + ir::Expr(k) / C, ir::Expr(k) % C}) *
                 ir::load(w.tensor, {ax[1], k}));
       });
-  return te::Operator{"conv1d", {L}, {x, w}, out};
+  return te::Operator{"conv1d", {L}, {x, w}, out, {}};
 }
 
 }  // namespace dietcode::testing

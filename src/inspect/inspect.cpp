@@ -37,9 +37,12 @@ std::string module_summary(const runtime::ModuleSpec& spec, const std::string& p
 
 }  // namespace
 
-std::string schedule_text(const te::Operator& op, const schedule::MicroKernelSchedule& s,
-                          const codegen::CpuTarget& target, const std::string& what) {
-  schedule::BoundSchedule bound = schedule::bind(s, op);
+namespace {
+
+// The views of one lowering (a bound schedule of either kind).
+template <typename Bound>
+std::string lowered_text(const te::Operator& op, const Bound& bound,
+                         const codegen::CpuTarget& target, const std::string& what) {
   if (what == "loops") {
     std::string out = op.describe();
     lower::lower(bound, [&out](const std::string& pass, const std::string& ir) {
@@ -52,6 +55,18 @@ std::string schedule_text(const te::Operator& op, const schedule::MicroKernelSch
   if (what == "llvm-unoptimized") return codegen::llvm_ir_text(k, target, false);
   if (what == "asm") return codegen::assembly_text(k, target);
   user_error("--what '{}': expected loops, llvm, llvm-unoptimized or asm", what);
+}
+
+}  // namespace
+
+std::string schedule_text(const te::Operator& op, const schedule::MicroKernelSchedule& s,
+                          const codegen::CpuTarget& target, const std::string& what) {
+  return lowered_text(op, schedule::bind(s, op), target, what);
+}
+
+std::string schedule_text(const te::Operator& op, const schedule::RowSchedule& s,
+                          const codegen::CpuTarget& target, const std::string& what) {
+  return lowered_text(op, schedule::bind(s, op), target, what);
 }
 
 std::string module_text(const runtime::ModuleSpec& spec, const std::string& path,

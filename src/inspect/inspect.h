@@ -10,6 +10,7 @@
 #include "codegen/llvm/target.h"
 #include "runtime/module.h"
 #include "schedule/micro_kernel.h"
+#include "schedule/row_schedule.h"
 #include "te/tensor.h"
 
 namespace dietcode::inspect {
@@ -17,6 +18,9 @@ namespace dietcode::inspect {
 // what: "loops" (the operator, then the IR after every pass), "llvm", "llvm-unoptimized"
 // or "asm". Throws dietcode::Error for another `what` or an invalid schedule.
 std::string schedule_text(const te::Operator& op, const schedule::MicroKernelSchedule& s,
+                          const codegen::CpuTarget& target, const std::string& what);
+// The same for a row operator under a row schedule.
+std::string schedule_text(const te::Operator& op, const schedule::RowSchedule& s,
                           const codegen::CpuTarget& target, const std::string& what);
 
 // what: "summary" (operator, target, provenance, micro-kernels with the declared shapes

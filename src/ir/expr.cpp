@@ -24,8 +24,20 @@ const char* to_string(CallOp op) {
       return "relu";
     case CallOp::Gelu:
       return "gelu";
+    case CallOp::GeluTanh:
+      return "gelu_tanh";
+    case CallOp::Exp:
+      return "exp";
+    case CallOp::Sqrt:
+      return "sqrt";
+    case CallOp::ToFloat:
+      return "float";
   }
   return "?";
+}
+
+const char* to_string(ReduceOp op) {
+  return op == ReduceOp::Sum ? "sum" : "max";
 }
 
 Expr::Expr(int64_t value) : node_(std::make_shared<const IntImmNode>(value)) {}
@@ -149,15 +161,24 @@ Expr load(const Buffer& buffer, std::vector<Expr> indices) {
 }
 
 Expr call(CallOp op, std::vector<Expr> args) {
-  DC_INTERNAL_CHECK(args.size() == 1 && args[0].type() == Type::Float, "{} takes one float",
-                    to_string(op));
+  Type arg_type = op == CallOp::ToFloat ? Type::Int : Type::Float;
+  DC_INTERNAL_CHECK(args.size() == 1 && args[0].type() == arg_type, "{} takes one {}",
+                    to_string(op), arg_type == Type::Int ? "integer" : "float");
   return Expr(std::make_shared<const CallNode>(op, std::move(args)));
 }
 
-Expr reduce_sum(Var axis, Expr extent, Expr body) {
-  DC_INTERNAL_CHECK(body.type() == Type::Float, "reduce_sum of a non-float body");
+Expr reduce(ReduceOp op, Var axis, Expr extent, Expr body) {
+  DC_INTERNAL_CHECK(body.type() == Type::Float, "reduce_{} of a non-float body", to_string(op));
   return Expr(
-      std::make_shared<const ReduceNode>(std::move(axis), std::move(extent), std::move(body)));
+      std::make_shared<const ReduceNode>(std::move(axis), std::move(extent), std::move(body), op));
+}
+
+Expr reduce_sum(Var axis, Expr extent, Expr body) {
+  return reduce(ReduceOp::Sum, std::move(axis), std::move(extent), std::move(body));
+}
+
+Expr reduce_max(Var axis, Expr extent, Expr body) {
+  return reduce(ReduceOp::Max, std::move(axis), std::move(extent), std::move(body));
 }
 
 bool uses_var(const Expr& e, const VarNode* var) {

@@ -159,8 +159,10 @@ struct LoadNode : ExprNode {
       : ExprNode(kKind, Type::Float), buffer(std::move(buf)), indices(std::move(idx)) {}
 };
 
-// Elementwise float functions of the epilogue library.
-enum class CallOp : uint8_t { Relu, Gelu };
+// Elementwise functions. All take and give one float, except ToFloat, which converts an
+// integer (a row length, say) to float so it can divide a sum.
+//   Relu, Gelu (exact erf form), GeluTanh (tanh approximation), Exp, Sqrt, ToFloat.
+enum class CallOp : uint8_t { Relu, Gelu, GeluTanh, Exp, Sqrt, ToFloat };
 const char* to_string(CallOp op);
 
 struct CallNode : ExprNode {
@@ -171,18 +173,24 @@ struct CallNode : ExprNode {
       : ExprNode(kKind, Type::Float), op(o), args(std::move(a)) {}
 };
 
-// sum over axis in [0, extent) of body. Only tensor expressions contain it;
-// lowering replaces it by loops or by a micro-kernel.
+// The combining operator of a reduction: Sum (identity 0) or Max (identity -inf).
+enum class ReduceOp : uint8_t { Sum, Max };
+const char* to_string(ReduceOp op);
+
+// op over axis in [0, extent) of body. Only tensor expressions contain it;
+// lowering replaces it by loops, a micro-kernel (sums) or a row kernel.
 struct ReduceNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Reduce;
   Var axis;
   Expr extent;
   Expr body;
-  ReduceNode(Var ax, Expr ext, Expr b)
+  ReduceOp op;
+  ReduceNode(Var ax, Expr ext, Expr b, ReduceOp o = ReduceOp::Sum)
       : ExprNode(kKind, Type::Float),
         axis(std::move(ax)),
         extent(std::move(ext)),
-        body(std::move(b)) {}
+        body(std::move(b)),
+        op(o) {}
 };
 
 // ---- constructors (fold constants; validate operand types) ---------------------
@@ -193,6 +201,8 @@ Expr select(Expr condition, Expr true_value, Expr false_value);
 Expr load(const Buffer& buffer, std::vector<Expr> indices);
 Expr call(CallOp op, std::vector<Expr> args);
 Expr reduce_sum(Var axis, Expr extent, Expr body);
+Expr reduce_max(Var axis, Expr extent, Expr body);
+Expr reduce(ReduceOp op, Var axis, Expr extent, Expr body);
 
 inline Expr operator+(Expr a, Expr b) {
   return make_binary(ExprKind::Add, std::move(a), std::move(b));

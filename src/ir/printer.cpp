@@ -125,6 +125,23 @@ void print(const Stmt& s, int indent, std::string& out) {
           to_string(n->panel_offset), n->width);
       break;
     }
+    case StmtKind::RowKernel: {
+      const auto* n = s.as<RowKernelNode>();
+      out += fmt::format("{}row_kernel<{} lanes, unroll {}>({} < {})\n", pad, n->vector_width,
+                         n->unroll, n->col.name(), to_string(n->length));
+      std::vector<Expr> row(n->output_index.begin(), n->output_index.end() - 1);
+      for (const RowReductionStage& r : n->reductions)
+        out += fmt::format("{}  pass {}: {}[{}] = {}\n", pad, r.pass, r.result.name(), join(row),
+                           to_string(r.value));
+      out += fmt::format("{}  {}[{}] = {}\n", pad, n->output.name(), join(n->output_index),
+                         to_string(n->value));
+      if (n->reuse >= 0)
+        out += fmt::format("{}  (pass {} also stores the summed elements of {} in {}; the output pass scales them by "
+                           "{})\n",
+                           pad, n->reductions[n->reuse].pass, n->reductions[n->reuse].result.name(),
+                           n->output.name(), to_string(n->scale));
+      break;
+    }
     case StmtKind::MicroKernel: {
       const auto* n = s.as<MicroKernelNode>();
       out += fmt::format("{}micro_kernel<{}x{}, unroll {}>(k < {}, valid {} x {})\n", pad, n->mr,
@@ -183,7 +200,7 @@ std::string to_string(const Expr& e) {
     }
     case ExprKind::Reduce: {
       const auto* r = e.as<ReduceNode>();
-      return fmt::format("sum({} < {}: {})", r->axis.name(), to_string(r->extent),
+      return fmt::format("{}({} < {}: {})", to_string(r->op), r->axis.name(), to_string(r->extent),
                          to_string(r->body));
     }
     default:

@@ -77,6 +77,16 @@ Stmt make_micro_kernel(MicroKernelNode node) {
   return Stmt(std::make_shared<const MicroKernelNode>(std::move(node)));
 }
 
+Stmt make_row_kernel(RowKernelNode node) {
+  DC_INTERNAL_CHECK(node.vector_width > 0 && node.unroll > 0, "row kernel vector shape");
+  DC_INTERNAL_CHECK(!node.output_index.empty() && node.output_index.back().get() ==
+                                                      static_cast<const ExprNode*>(node.col.get()),
+                    "row kernel output {} must be indexed by the column last", node.output.name());
+  DC_INTERNAL_CHECK(node.value.type() == Type::Float && node.length.type() == Type::Int,
+                    "row kernel value and length types");
+  return Stmt(std::make_shared<const RowKernelNode>(std::move(node)));
+}
+
 std::vector<Stmt> stmt_children(const Stmt& s) {
   switch (s.kind()) {
     case StmtKind::For:
@@ -160,6 +170,13 @@ Stmt map_stmt(const Stmt& s, const std::function<Stmt(const Stmt&)>& f,
       n.last_k_block = g(n.last_k_block);
       if (n.bias.defined()) n.bias_offset = g(n.bias_offset);
       return make_micro_kernel(std::move(n));
+    }
+    case StmtKind::RowKernel: {
+      // Only the row length is index arithmetic; the element expressions are float
+      // expressions the index passes have no business rewriting.
+      RowKernelNode n = *s.as<RowKernelNode>();
+      n.length = g(n.length);
+      return make_row_kernel(std::move(n));
     }
   }
   internal_error(__FILE__, __LINE__, "unknown statement kind");

@@ -7,6 +7,8 @@
 //                expanded into loops by the insert_packing pass.
 //   MicroKernel  the register-tiled MR x NR update of an output tile over a k-block;
 //                code generation emits explicit vector code for it.
+//   RowKernel    one row of a row operator (reductions along the row, then the
+//                elementwise output); code generation emits vector code with masked tails.
 #pragma once
 
 #include <functional>
@@ -25,7 +27,8 @@ namespace dietcode::ir {
   X(Store)               \
   X(Allocate)            \
   X(PackStage)           \
-  X(MicroKernel)
+  X(MicroKernel)         \
+  X(RowKernel)
 
 enum class StmtKind : uint8_t {
 #define DC_ENUM(name) name,
@@ -168,6 +171,38 @@ struct MicroKernelNode : StmtNode {
   MicroKernelNode() : StmtNode(kKind) {}
 };
 
+// A reduction along the row inside a RowKernel: result = value, where `value` holds the
+// Reduce node `reduce` = op over axis < length of `element`. Reductions with the same
+// `pass` are accumulated in one sweep over the row.
+struct RowReductionStage {
+  ReduceOp op;
+  Var axis;
+  Expr element, reduce, value;
+  Buffer result;  // read as result[rows...] by later stages and the output
+  int pass = 0;
+};
+
+// One row of a row operator; the variables naming the row are bound by enclosing loops.
+// Runs the reduction passes in order, then stores
+// output[output_index] = value for col in [0, length), vector_width lanes at a time
+// (unroll vectors per main-loop step), the tail masked.
+struct RowKernelNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::RowKernel;
+  int64_t vector_width = 8, unroll = 1;
+  Expr length;
+  std::vector<RowReductionStage> reductions;
+  Var col;
+  Buffer output;
+  std::vector<Expr> output_index;  // its last index is `col`
+  Expr value;
+  // When value = element(reductions[reuse]) * scale (softmax's exp(x - max) * inv_sum),
+  // the pass of that reduction stores its elements in the output and the output pass
+  // only multiplies them by `scale`: the element is computed once. -1: no reuse.
+  int reuse = -1;
+  Expr scale;
+  RowKernelNode() : StmtNode(kKind) {}
+};
+
 // ---- constructors -----------------------------------------------------------
 
 Stmt make_for(Var var, Expr min, Expr extent, ForKind kind, Stmt body);
@@ -178,6 +213,7 @@ Stmt make_store(Buffer buffer, std::vector<Expr> indices, Expr value);
 Stmt make_allocate(Buffer buffer, Stmt body);
 Stmt make_pack_stage(PackStageNode node);
 Stmt make_micro_kernel(MicroKernelNode node);
+Stmt make_row_kernel(RowKernelNode node);
 
 // ---- generic traversal (see visit.h for expressions) --------------------------
 

@@ -39,7 +39,7 @@ Expr with_children(const Expr& e, const std::vector<Expr>& c) {
     case ExprKind::Call:
       return call(e.as<CallNode>()->op, c);
     case ExprKind::Reduce:
-      return reduce_sum(e.as<ReduceNode>()->axis, c[0], c[1]);
+      return reduce(e.as<ReduceNode>()->op, e.as<ReduceNode>()->axis, c[0], c[1]);
     default:
       internal_error(__FILE__, __LINE__, "leaf with children");
   }

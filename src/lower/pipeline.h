@@ -13,6 +13,7 @@
 
 #include "ir/stmt.h"
 #include "schedule/micro_kernel.h"
+#include "schedule/row_schedule.h"
 #include "te/tensor.h"
 
 namespace dietcode::lower {
@@ -39,5 +40,11 @@ using PassLogger = std::function<void(const std::string&, const std::string&)>;
 
 // Lowers a schedule already checked against its operator (schedule::bind).
 LoweredKernel lower(const schedule::BoundSchedule& bound, const PassLogger& log = nullptr);
+
+// Lowers a row operator under its row schedule (row_loops.h):
+//   reference_loops   the unscheduled program (printed for reading only)
+//   build_row_loops   row tasks, rows, the row kernel
+//   simplify          index arithmetic
+LoweredKernel lower(const schedule::BoundRowSchedule& bound, const PassLogger& log = nullptr);
 
 }  // namespace dietcode::lower

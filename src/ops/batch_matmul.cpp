@@ -34,7 +34,8 @@ te::Operator batch_matmul(std::vector<te::ShapeVar> shape_vars, ir::Expr batch, 
   return te::Operator{std::string("batch_matmul_") + to_string(layout),
                       std::move(shape_vars),
                       {a, b},
-                      std::move(c)};
+                      std::move(c),
+                      {}};
 }
 
 }  // namespace dietcode::ops

@@ -35,7 +35,10 @@ Contraction match_contraction(const te::Operator& op) {
 
   // Peel the epilogue: activation, then bias.
   ir::Expr e = comp.body;
+  if (!op.stages.empty()) unsupported("it has row stages (a row operator)");
   if (const auto* call = e.as<ir::CallNode>()) {
+    if (call->op != ir::CallOp::Relu && call->op != ir::CallOp::Gelu)
+      unsupported(std::string("the epilogue ") + ir::to_string(call->op) + " is not relu or gelu");
     c.activation = call->op == ir::CallOp::Relu ? ir::Activation::Relu : ir::Activation::Gelu;
     e = call->args[0];
   }
@@ -50,6 +53,7 @@ Contraction match_contraction(const te::Operator& op) {
   }
   const auto* red = e.as<ir::ReduceNode>();
   if (!red) unsupported("no reduction at the top");
+  if (red->op != ir::ReduceOp::Sum) unsupported("the reduction is not a sum");
   c.k = red->axis;
   c.k_extent = red->extent;
   if (red->body.kind() != ir::ExprKind::Mul) unsupported("the reduction body is not a product");

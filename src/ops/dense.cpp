@@ -49,7 +49,7 @@ te::Operator dense(std::vector<te::ShapeVar> shape_vars, ir::Expr M, ir::Expr N,
     if (epilogue == Epilogue::BiasGelu) v = ir::call(ir::CallOp::Gelu, {v});
     return v;
   });
-  return te::Operator{"dense", std::move(shape_vars), std::move(inputs), std::move(y)};
+  return te::Operator{"dense", std::move(shape_vars), std::move(inputs), std::move(y), {}};
 }
 
 te::Operator dense(int64_t m_min, int64_t m_max, int64_t N, int64_t K, Epilogue epilogue) {

@@ -8,6 +8,7 @@
 
 #include "ops/batch_matmul.h"
 #include "ops/dense.h"
+#include "ops/row_ops.h"
 #include "support/error.h"
 
 namespace dietcode::ops {
@@ -32,11 +33,34 @@ te::Operator OperatorSpec::build() const {
   te::ShapeVar m_var = te::shape_var("M", m_min, m_max, instances);
   ir::Expr m_expr = m_var.var;
   if (op == "dense") return dense({m_var}, m_expr, n, k, parse_epilogue(epilogue));
+  if (is_row_operator(op)) {
+    if (epilogue != "none") user_error("epilogue {}: {} takes no epilogue", epilogue, op);
+    if (!instances.empty())
+      user_error(
+          "operator {}: weighted instances are for tuning, which row operators do not "
+          "have yet",
+          op);
+    if (op == "add") return add(m_min, m_max, {kM, n}, {kM, n});
+    if (op == "gelu") return gelu(m_min, m_max, {kM, n});
+    if (op == "gelu_tanh") return gelu_tanh(m_min, m_max, {kM, n});
+    if (op == "softmax") return softmax(m_min, m_max, {kM, n});
+    if (op == "layer_norm") return layer_norm(m_min, m_max, n);
+    return add_layer_norm(m_min, m_max, n);
+  }
   if (op == "batch_matmul") {
     if (epilogue != "none") user_error("epilogue {}: batch_matmul takes no epilogue", epilogue);
     return batch_matmul({m_var}, batch, m_expr, n, k, parse_layout(layout));
   }
-  user_error("operator '{}': unknown; expected dense or batch_matmul", op);
+  user_error(
+      "operator '{}': unknown; expected dense, batch_matmul, add, gelu, gelu_tanh, softmax, "
+      "layer_norm or add_layer_norm",
+      op);
+}
+
+bool is_row_operator(const std::string& op) {
+  for (const char* name : {"add", "gelu", "gelu_tanh", "softmax", "layer_norm", "add_layer_norm"})
+    if (op == name) return true;
+  return false;
 }
 
 std::vector<std::vector<int64_t>> OperatorSpec::declared_shapes() const {

@@ -3,6 +3,8 @@
 //
 //   dense          Y[M, N] = act(X[M, K] W[N, K]^T + bias[N]),  M symbolic
 //   batch_matmul   C[b, M, N] = A[b, M, K] B[b, ...] (layout NN or NT),  M symbolic
+//   row operators  over X[M, N] (ops/row_ops.h): add (two [M, N] inputs), gelu,
+//                  gelu_tanh, softmax, layer_norm, add_layer_norm (eps 1e-5); K unused
 //
 // M is the one shape variable, declared over [m_min, m_max] with optional weighted
 // instances (the shapes a workload sees, and how often).
@@ -35,6 +37,9 @@ struct OperatorSpec {
   std::string describe() const;
   bool operator==(const OperatorSpec& o) const;
 };
+
+// True for the names of the row operators above (compiled under a RowSchedule).
+bool is_row_operator(const std::string& op);
 
 nlohmann::json to_json(const OperatorSpec& s);
 // Throws dietcode::Error naming the missing or invalid field.

@@ -29,6 +29,10 @@ class Compiler {
     return it->second;
   }
   size_t slot_count() const { return slots_.size(); }
+  // Loads of `buffer` read `values` (a row stage's results, filled before they are read).
+  void add_stage(const Buffer& buffer, const std::vector<double>* values) {
+    stages_[buffer.get()] = values;
+  }
 
   IntFn integer(const Expr& e) {
     if (const int64_t* c = as_const_int(e)) return [v = *c](Slots&) { return v; };
@@ -66,25 +70,49 @@ class Compiler {
         return [v = e.as<FloatImmNode>()->value](Slots&) { return v; };
       case ExprKind::Load: {
         const auto* l = e.as<LoadNode>();
+        IntFn index = integer(flatten_index(l->buffer, l->indices));
+        if (auto st = stages_.find(l->buffer.get()); st != stages_.end())
+          return [p = st->second, index](Slots& s) { return (*p)[index(s)]; };
         auto it = data_.find(l->buffer.get());
         DC_INTERNAL_CHECK(it != data_.end(), "reference: {} is not an input", l->buffer.name());
-        IntFn index = integer(flatten_index(l->buffer, l->indices));
         return [p = it->second, index](Slots& s) { return static_cast<double>(p[index(s)]); };
       }
       case ExprKind::Call: {
         const auto* c = e.as<CallNode>();
+        if (c->op == CallOp::ToFloat)
+          return [n = integer(c->args[0])](Slots& s) { return static_cast<double>(n(s)); };
         RealFn x = real(c->args[0]);
-        if (c->op == CallOp::Relu) return [x](Slots& s) { return std::max(x(s), 0.0); };
-        return [x](Slots& s) {
-          double v = x(s);
-          return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
-        };
+        switch (c->op) {
+          case CallOp::Relu:
+            return [x](Slots& s) { return std::max(x(s), 0.0); };
+          case CallOp::Exp:
+            return [x](Slots& s) { return std::exp(x(s)); };
+          case CallOp::Sqrt:
+            return [x](Slots& s) { return std::sqrt(x(s)); };
+          case CallOp::GeluTanh:
+            return [x](Slots& s) {
+              double v = x(s);
+              return 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+            };
+          default:
+            return [x](Slots& s) {
+              double v = x(s);
+              return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+            };
+        }
       }
       case ExprKind::Reduce: {
         const auto* r = e.as<ReduceNode>();
         IntFn extent = integer(r->extent);
         int k = slot(r->axis);
         RealFn body = real(r->body);
+        if (r->op == ReduceOp::Max)
+          return [extent, k, body](Slots& s) {
+            double m = -std::numeric_limits<double>::infinity();
+            int64_t n = extent(s);
+            for (s[k] = 0; s[k] < n; ++s[k]) m = std::max(m, body(s));
+            return m;
+          };
         return [extent, k, body](Slots& s) {
           double sum = 0;
           int64_t n = extent(s);
@@ -94,12 +122,26 @@ class Compiler {
       }
       case ExprKind::Add:
       case ExprKind::Sub:
-      case ExprKind::Mul: {
+      case ExprKind::Mul:
+      case ExprKind::Div:
+      case ExprKind::Min:
+      case ExprKind::Max: {
         const BinaryNode* b = as_binary(e);
         RealFn x = real(b->a), y = real(b->b);
-        if (e.kind() == ExprKind::Add) return [x, y](Slots& s) { return x(s) + y(s); };
-        if (e.kind() == ExprKind::Sub) return [x, y](Slots& s) { return x(s) - y(s); };
-        return [x, y](Slots& s) { return x(s) * y(s); };
+        switch (e.kind()) {
+          case ExprKind::Add:
+            return [x, y](Slots& s) { return x(s) + y(s); };
+          case ExprKind::Sub:
+            return [x, y](Slots& s) { return x(s) - y(s); };
+          case ExprKind::Mul:
+            return [x, y](Slots& s) { return x(s) * y(s); };
+          case ExprKind::Div:
+            return [x, y](Slots& s) { return x(s) / y(s); };
+          case ExprKind::Min:
+            return [x, y](Slots& s) { return std::min(x(s), y(s)); };
+          default:
+            return [x, y](Slots& s) { return std::max(x(s), y(s)); };
+        }
       }
       default:
         internal_error(__FILE__, __LINE__, "reference: unsupported float expression");
@@ -109,6 +151,7 @@ class Compiler {
  private:
   std::unordered_map<const VarNode*, int> slots_;
   std::unordered_map<const BufferNode*, const float*> data_;
+  std::unordered_map<const BufferNode*, const std::vector<double>*> stages_;
 };
 
 }  // namespace
@@ -124,6 +167,33 @@ std::vector<double> evaluate_impl(const te::Operator& op, const std::vector<int6
   Bindings bindings = op.bind(shape);
   Compiler compiler(op, inputs);
   for (const te::ShapeVar& v : op.shape_vars) compiler.slot(v.var);
+  // Row stages are evaluated whole, in order, before the output reads them.
+  std::vector<std::vector<double>> stage_values(op.stages.size());
+  for (size_t i = 0; i < op.stages.size(); ++i) {
+    const te::ComputeOp& stage = op.stages[i];
+    std::vector<int> slots_of_axes;
+    std::vector<int64_t> stage_extents;
+    int64_t count = 1;
+    for (size_t d = 0; d < stage.axes.size(); ++d) {
+      slots_of_axes.push_back(compiler.slot(stage.axes[d]));
+      stage_extents.push_back(evaluate_int(stage.output.shape()[d], bindings));
+      count *= stage_extents.back();
+    }
+    RealFn value = compiler.real(stage.body);
+    Slots slots(compiler.slot_count() + 16, 0);
+    for (const te::ShapeVar& v : op.shape_vars)
+      slots[compiler.slot(v.var)] = bindings.at(v.var.get());
+    stage_values[i].resize(static_cast<size_t>(count));
+    for (int64_t flat = 0; flat < count; ++flat) {
+      int64_t rest = flat;
+      for (size_t d = stage_extents.size(); d-- > 0;) {
+        slots[slots_of_axes[d]] = rest % stage_extents[d];
+        rest /= stage_extents[d];
+      }
+      stage_values[i][flat] = value(slots);
+    }
+    compiler.add_stage(stage.output, &stage_values[i]);
+  }
   const te::ComputeOp& comp = op.compute;
   std::vector<int> axis_slots;
   std::vector<int64_t> extents;

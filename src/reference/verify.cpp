@@ -3,6 +3,7 @@
 #include <random>
 
 #include "codegen/llvm/target.h"
+#include "ops/contraction.h"
 #include "reference/check.h"
 #include "runtime/kernel.h"
 #include "schedule/random_schedule.h"
@@ -17,19 +18,46 @@ VerifyResult verify_kernels(const te::Operator& op, const std::vector<int64_t>& 
   const schedule::Isa isa = o.isa.value_or(codegen::host_target().isa);
 
   std::mt19937_64 rng(o.seed);
-  std::vector<schedule::BoundSchedule> schedules;
-  if (o.schedule) {
-    schedules.push_back(schedule::bind(*o.schedule, op));
+  bool row_op = !op.stages.empty();
+  if (!row_op) {
+    try {
+      ops::match_contraction(op);
+    } catch (const Error&) {
+      row_op = true;  // elementwise: a row operator without stages (bind says if not)
+    }
+  }
+  // Compiled kernels with their schedule's JSON, drawn from the operator's kind.
+  std::vector<std::pair<std::function<runtime::Kernel()>, std::string>> schedules;
+  auto add_row = [&](const schedule::RowSchedule& s) {
+    schedules.emplace_back([b = schedule::bind(s, op)] { return runtime::Kernel::compile(b); },
+                           schedule::to_json_text(s));
+  };
+  auto add_contraction = [&](const schedule::MicroKernelSchedule& s) {
+    schedules.emplace_back([b = schedule::bind(s, op)] { return runtime::Kernel::compile(b); },
+                           schedule::to_json_text(s));
+  };
+  if (row_op && o.schedule)
+    user_error("operator {} is a row operator; --schedule expects a row schedule", op.name);
+  if (!row_op && o.row_schedule)
+    user_error("operator {} is a contraction; --schedule expects a micro-kernel", op.name);
+  if (o.row_schedule) {
+    add_row(*o.row_schedule);
+  } else if (o.schedule) {
+    add_contraction(*o.schedule);
   } else {
-    for (int i = 0; i < o.schedules; ++i)
-      schedules.push_back(schedule::bind(schedule::random_schedule(rng, isa, op), op));
+    for (int i = 0; i < o.schedules; ++i) {
+      if (row_op)
+        add_row(schedule::random_row_schedule(rng, isa));
+      else
+        add_contraction(schedule::random_schedule(rng, isa, op));
+    }
   }
   std::vector<CheckCase> cases;
   for (int64_t m : m_values) cases.push_back(make_check_case(op, {m}, rng));
 
   VerifyResult result;
-  for (const schedule::BoundSchedule& s : schedules) {
-    runtime::Kernel kernel = runtime::Kernel::compile(s);
+  for (const auto& [compile, json] : schedules) {
+    runtime::Kernel kernel = compile();
     for (size_t i = 0; i < m_values.size(); ++i) {
       double err = run_check_case(kernel, cases[i]);
       if (err <= o.tolerance) {
@@ -37,7 +65,7 @@ VerifyResult verify_kernels(const te::Operator& op, const std::vector<int64_t>& 
         continue;
       }
       ++result.failed;
-      on_failure({s.schedule(), m_values[i], err});
+      on_failure({json, m_values[i], err});
     }
   }
   return result;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "schedule/micro_kernel.h"
+#include "schedule/row_schedule.h"
 #include "te/tensor.h"
 
 namespace dietcode::reference {
@@ -20,11 +21,13 @@ struct VerifyOptions {
   std::optional<schedule::Isa> isa;  // of the drawn schedules; none: the host's
   // Check this one schedule instead of drawing (validated against the operator).
   std::optional<schedule::MicroKernelSchedule> schedule;
+  // The same for a row operator (which draws random row schedules otherwise).
+  std::optional<schedule::RowSchedule> row_schedule;
   double tolerance = 1e-5;  // largest relative Frobenius error accepted
 };
 
 struct VerifyFailure {
-  schedule::MicroKernelSchedule schedule;
+  std::string schedule_json;  // the failing schedule, either kind, as one line of JSON
   int64_t m = 0;
   double error = 0;
 };
@@ -33,8 +36,9 @@ struct VerifyResult {
   int passed = 0, failed = 0;
 };
 
-// Checks every schedule on every M of `m_values`; calls `on_failure` for each failing
-// (schedule, M) as it is found. Throws dietcode::Error for bad options.
+// Row operators (ops/row_op.h) are checked under random row schedules, contractions
+// under random micro-kernels. Checks every schedule on every M of `m_values`; calls `on_failure`
+// for each failing (schedule, M) as it is found. Throws dietcode::Error for bad options.
 VerifyResult verify_kernels(const te::Operator& op, const std::vector<int64_t>& m_values,
                             const VerifyOptions& options,
                             const std::function<void(const VerifyFailure&)>& on_failure);

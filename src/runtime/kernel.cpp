@@ -59,20 +59,36 @@ Kernel Kernel::compile(const te::Operator& op, const schedule::MicroKernelSchedu
   return compile(schedule::bind(s, op));
 }
 
+Kernel Kernel::compile(const te::Operator& op, const schedule::RowSchedule& s) {
+  return compile(schedule::bind(s, op));
+}
+
 Kernel Kernel::compile(const schedule::BoundSchedule& bound) {
   const schedule::MicroKernelSchedule& s = bound.schedule();
-  if (!codegen::host_supports(s.isa))
-    user_error("schedule targets {} but this CPU ({}) only supports {}", to_string(s.isa),
+  return build(bound.op(), s, s.isa, s.digest(),
+               [&](const lower::PassLogger& log) { return lower::lower(bound, log); });
+}
+
+Kernel Kernel::compile(const schedule::BoundRowSchedule& bound) {
+  const schedule::RowSchedule& s = bound.schedule();
+  return build(bound.op(), s, s.isa, s.digest(),
+               [&](const lower::PassLogger& log) { return lower::lower(bound, log); });
+}
+
+Kernel Kernel::build(const te::Operator& op, Schedule s, schedule::Isa isa, uint64_t digest,
+                     const std::function<lower::LoweredKernel(const lower::PassLogger&)>& lower) {
+  if (!codegen::host_supports(isa))
+    user_error("schedule targets {} but this CPU ({}) only supports {}", to_string(isa),
                codegen::host_target().cpu, to_string(codegen::host_target().isa));
   auto start = std::chrono::steady_clock::now();
   Kernel k;
-  k.op_ = bound.op();
-  k.schedule_ = s;
-  k.schedule_digest_ = s.digest();  // computed once: runs are too short to hash on every call
+  k.op_ = op;
+  k.schedule_ = std::move(s);
+  k.schedule_digest_ = digest;  // computed once: runs are too short to hash on every call
   for (const te::Input& in : k.op_.inputs)
     k.buffer_elements_.push_back(ir::element_count(in.tensor));
   k.buffer_elements_.push_back(ir::element_count(k.op_.compute.output));
-  k.lowered_ = lower::lower(bound, [&](const std::string& pass, const std::string& ir) {
+  k.lowered_ = lower([&](const std::string& pass, const std::string& ir) {
     k.pass_log_ += "// ---- after " + pass + "\n" + ir;
   });
   register_runtime_abi();
@@ -80,6 +96,18 @@ Kernel Kernel::compile(const schedule::BoundSchedule& bound) {
   k.compile_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return k;
+}
+
+const schedule::MicroKernelSchedule& Kernel::schedule() const {
+  const auto* s = std::get_if<schedule::MicroKernelSchedule>(&schedule_);
+  DC_INTERNAL_CHECK(s, "kernel {} is a row kernel, not a contraction", op_.name);
+  return *s;
+}
+
+const schedule::RowSchedule& Kernel::row_schedule() const {
+  const auto* s = std::get_if<schedule::RowSchedule>(&schedule_);
+  DC_INTERNAL_CHECK(s, "kernel {} is a contraction, not a row kernel", op_.name);
+  return *s;
 }
 
 void Kernel::run(const std::vector<int64_t>& shape, const std::vector<ConstTensor>& inputs,

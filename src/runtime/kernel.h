@@ -1,5 +1,8 @@
-// A compiled kernel: one operator under one micro-kernel schedule, JIT-compiled for
-// the host, callable with any shape, from several threads at once.
+// A compiled kernel: one operator under one schedule, JIT-compiled for the host,
+// callable with any shape, from several threads at once. Two schedule kinds compile
+// through the same path (lower, JIT, the checked call): a contraction under a
+// MicroKernelSchedule and a row operator (elementwise, LayerNorm, softmax) under a
+// RowSchedule; the kernel holds whichever it was given (`Kernel::Schedule`).
 //
 //   Kernel k = Kernel::compile(op, schedule);          // lower + JIT
 //   AlignedBuffer w = k.prepack(shape, W);              // only if k.needs_prepack()
@@ -11,12 +14,14 @@
 
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "codegen/llvm/target.h"
 #include "lower/pipeline.h"
 #include "runtime/buffer.h"
 #include "schedule/micro_kernel.h"
+#include "schedule/row_schedule.h"
 #include "te/tensor.h"
 
 namespace dietcode::codegen {
@@ -44,6 +49,11 @@ class Kernel {
   // compiles it. The second form binds (validates) the schedule to the operator first.
   static Kernel compile(const schedule::BoundSchedule& bound);
   static Kernel compile(const te::Operator& op, const schedule::MicroKernelSchedule& s);
+  static Kernel compile(const schedule::BoundRowSchedule& bound);
+  static Kernel compile(const te::Operator& op, const schedule::RowSchedule& s);
+
+  // The schedule of either kind.
+  using Schedule = std::variant<schedule::MicroKernelSchedule, schedule::RowSchedule>;
 
   Kernel(Kernel&&) noexcept;
   Kernel& operator=(Kernel&&) noexcept;
@@ -61,7 +71,12 @@ class Kernel {
   AlignedBuffer prepack(const std::vector<int64_t>& shape, ConstTensor source) const;
 
   const te::Operator& op() const { return op_; }
-  const schedule::MicroKernelSchedule& schedule() const { return schedule_; }
+  const Schedule& any_schedule() const { return schedule_; }
+  bool is_row_kernel() const { return std::holds_alternative<schedule::RowSchedule>(schedule_); }
+  // The schedule of a contraction kernel / of a row kernel; the other kind is an
+  // internal error.
+  const schedule::MicroKernelSchedule& schedule() const;
+  const schedule::RowSchedule& row_schedule() const;
   double compile_seconds() const { return compile_seconds_; }
 
   // Inspection: each pass's loop IR, the LLVM IR, the assembly (any target).
@@ -71,8 +86,11 @@ class Kernel {
 
  private:
   Kernel() = default;
+  // What both kinds share once lowered: the JIT, the timing, the pass log.
+  static Kernel build(const te::Operator& op, Schedule s, schedule::Isa isa, uint64_t digest,
+                      const std::function<lower::LoweredKernel(const lower::PassLogger&)>& lower);
   te::Operator op_;
-  schedule::MicroKernelSchedule schedule_;
+  Schedule schedule_;
   uint64_t schedule_digest_ = 0;  // identifies the packed layout in pre-packed buffers
   // Element counts of the inputs and the output as expressions of the shape, built once:
   // building them per run allocated IR nodes on every call, a cost tiny shapes noticed.

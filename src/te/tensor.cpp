@@ -76,11 +76,14 @@ std::string Operator::describe() const {
   for (const Input& in : inputs)
     out += fmt::format("  input {}[{}]{}\n", in.tensor.name(), shape_text(in.tensor),
                        in.constant ? " (constant)" : "");
-  std::string axes;
-  for (size_t i = 0; i < compute.axes.size(); ++i) axes += (i ? ", " : "") + compute.axes[i].name();
-  out +=
-      fmt::format("  {}[{}] = {}   for {}[{}]\n", compute.output.name(), axes,
-                  ir::to_string(compute.body), compute.output.name(), shape_text(compute.output));
+  auto define = [&](const ComputeOp& c, const char* what) {
+    std::string axes;
+    for (size_t i = 0; i < c.axes.size(); ++i) axes += (i ? ", " : "") + c.axes[i].name();
+    out += fmt::format("  {}{}[{}] = {}   for {}[{}]\n", what, c.output.name(), axes,
+                       ir::to_string(c.body), c.output.name(), shape_text(c.output));
+  };
+  for (const ComputeOp& stage : stages) define(stage, "stage ");
+  define(compute, "");
   return out;
 }
 

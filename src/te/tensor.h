@@ -6,7 +6,13 @@
 //              marks weights that may be packed once, ahead of the calls.
 //   compute()  an output tensor defined per element by an expression of its axes,
 //              possibly containing reduce_sum and an elementwise epilogue.
-//   Operator   shape variables + inputs + one compute: what gets scheduled.
+//   row_stage()  an intermediate value per row of the output (a mean, a maximum, a
+//              reciprocal standard deviation): a compute over the output's leading
+//              dimensions whose body holds one reduction along the row (sum or max),
+//              possibly wrapped in elementwise work. Later stages and the output read
+//              it like a tensor (`mean[i]`). Row operators (LayerNorm, softmax) are
+//              declared this way; see ops/row_op.h for the form they take.
+//   Operator   shape variables + inputs + row stages + one compute: what gets scheduled.
 //
 // Runtime calling convention of every operator: the values of its shape variables
 // in declaration order, then one buffer per input (declaration order), then the output.
@@ -54,11 +60,22 @@ ComputeOp compute(const std::string& name, std::vector<ir::Expr> shape,
                   const std::vector<std::string>& axis_names,
                   const std::function<ir::Expr(const std::vector<ir::Var>&)>& body);
 
+// A per-row stage: compute() under another name, kept apart so that a reader sees that
+// its result is internal (never a buffer the caller passes).
+inline ComputeOp row_stage(const std::string& name, std::vector<ir::Expr> row_shape,
+                           const std::vector<std::string>& axis_names,
+                           const std::function<ir::Expr(const std::vector<ir::Var>&)>& body) {
+  return compute(name, std::move(row_shape), axis_names, body);
+}
+
 struct Operator {
   std::string name;
   std::vector<ShapeVar> shape_vars;
   std::vector<Input> inputs;
   ComputeOp compute;
+  // Intermediate per-row values, in evaluation order (each may read the earlier ones);
+  // empty for contractions and plain elementwise operators.
+  std::vector<ComputeOp> stages;
 
   // Values for the shape variables, in order. Throws dietcode::Error when the count
   // is wrong, a value is < 1, or (with strict) a value is outside its declared range.

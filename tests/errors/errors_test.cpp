@@ -110,7 +110,7 @@ TEST(Errors, OperatorsThatAreNotContractions) {
       te::compute("Y", {mv, ir::Expr(4)}, {"i", "j"}, [&](const std::vector<ir::Var>& ax) {
         return ir::load(x.tensor, {ax[0], ax[1]});
       });
-  te::Operator op{"copy", {m}, {x}, copy};
+  te::Operator op{"copy", {m}, {x}, copy, {}};
   EXPECT_USER_ERROR(ops::match_contraction(op), "no reduction at the top");
   EXPECT_USER_ERROR(runtime::Kernel::compile(op, small_schedule()), "is not a contraction");
 }

@@ -24,10 +24,15 @@ struct InspectOptions {
 
 int run_inspect(const InspectOptions& o) {
   te::Operator op = o.op.build();
-  schedule::MicroKernelSchedule s = schedule::schedule_from_json_text(o.schedule_json);
   codegen::CpuTarget target =
       o.isa.empty() ? codegen::host_target() : codegen::target_for_isa(schedule::parse_isa(o.isa));
-  fmt::print("{}", inspect::schedule_text(op, s, target, o.what));
+  if (ops::is_row_operator(o.op.op))
+    fmt::print("{}",
+               inspect::schedule_text(op, schedule::row_schedule_from_json_text(o.schedule_json),
+                                      target, o.what));
+  else
+    fmt::print("{}", inspect::schedule_text(op, schedule::schedule_from_json_text(o.schedule_json),
+                                            target, o.what));
   return 0;
 }
 
@@ -38,7 +43,9 @@ void register_inspect(CLI::App& app, Action& action) {
   CLI::App* cmd =
       app.add_subcommand("inspect", "print the loop IR, LLVM IR or assembly of a schedule");
   o->op.add_to(*cmd);
-  cmd->add_option("--schedule", o->schedule_json, "the micro-kernel schedule (JSON)")->required();
+  cmd->add_option("--schedule", o->schedule_json,
+                  "the schedule (JSON): a micro-kernel, or a row schedule for a row operator")
+      ->required();
   cmd->add_option("--what", o->what, "loops, llvm, llvm-unoptimized or asm")->capture_default_str();
   cmd->add_option("--isa", o->isa, "target ISA for llvm/asm: avx2 or avx512 (default: the host)");
   cmd->callback([&action, o] { action = [o] { return run_inspect(*o); }; });

@@ -10,7 +10,10 @@
 namespace dietcode::tool {
 
 void OperatorOptions::add_to(CLI::App& app) {
-  app.add_option("--op", op, "operator: dense or batch_matmul")->capture_default_str();
+  app.add_option("--op", op,
+                 "operator: dense, batch_matmul, or a row operator: add, gelu, gelu_tanh, "
+                 "softmax, layer_norm, add_layer_norm")
+      ->capture_default_str();
   app.add_option("--layout", layout, "batch_matmul layout of B: NN ([b,K,N]) or NT ([b,N,K])")
       ->capture_default_str();
   app.add_option("--epilogue", epilogue, "dense epilogue: none, bias, bias_relu, bias_gelu")
@@ -46,8 +49,13 @@ ops::OperatorSpec OperatorOptions::spec() const {
   } else if (op == "batch_matmul") {
     if (epilogue != "none") user_error("--epilogue {}: batch_matmul takes no epilogue", epilogue);
     ops::parse_layout(layout);
+  } else if (ops::is_row_operator(op)) {
+    if (epilogue != "none") user_error("--epilogue {}: {} takes no epilogue", epilogue, op);
   } else {
-    user_error("--op '{}': unknown operator; expected dense or batch_matmul", op);
+    user_error(
+        "--op '{}': unknown operator; expected dense, batch_matmul, add, gelu, gelu_tanh, "
+        "softmax, layer_norm or add_layer_norm",
+        op);
   }
   return s;
 }

@@ -30,14 +30,18 @@ int run_verify(VerifyCliOptions o) {
   std::vector<int64_t> m_values = o.op.m_values();
   te::Operator op = o.op.build();
   if (!o.isa.empty()) o.verify.isa = schedule::parse_isa(o.isa);
-  if (!o.schedule_json.empty())
-    o.verify.schedule = schedule::schedule_from_json_text(o.schedule_json);
+  if (!o.schedule_json.empty()) {
+    if (ops::is_row_operator(o.op.op))
+      o.verify.row_schedule = schedule::row_schedule_from_json_text(o.schedule_json);
+    else
+      o.verify.schedule = schedule::schedule_from_json_text(o.schedule_json);
+  }
   reference::VerifyResult r =
       reference::verify_kernels(op, m_values, o.verify, [&](const reference::VerifyFailure& f) {
         fmt::print(
             "FAILED (relative error {:.3g}): dietcode verify {} --threads {} --schedule '{}'\n",
             f.error, o.op.command_line(f.m), runtime::ThreadPool::global().num_threads(),
-            schedule::to_json_text(f.schedule));
+            f.schedule_json);
       });
   fmt::print("{} passed, {} failed\n", r.passed, r.failed);
   return r.failed == 0 ? 0 : 1;
@@ -50,7 +54,8 @@ void register_verify(CLI::App& app, Action& action) {
   CLI::App* cmd =
       app.add_subcommand("verify", "check generated kernels against the float64 reference");
   o->op.add_to(*cmd);
-  cmd->add_option("--schedules", o->verify.schedules, "random micro-kernels to draw")
+  cmd->add_option("--schedules", o->verify.schedules,
+                  "random schedules to draw (micro-kernels, or row schedules for a row operator)")
       ->capture_default_str();
   cmd->add_option("--seed", o->verify.seed, "random seed (schedules and inputs)")
       ->capture_default_str();

@@ -3,6 +3,8 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
 
+#include <cmath>
+
 namespace dietcode::codegen {
 
 llvm::Value* emit_relu(llvm::IRBuilder<>& b, llvm::Value* x) {
@@ -21,12 +23,60 @@ llvm::Value* emit_gelu(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* poly = c(1.061405429);
   for (double coef : {-1.453152027, 1.421413741, -0.284496736, 0.254829592})
     poly = b.CreateCall(fma, {poly, t, c(coef)});
-  llvm::Value* e = b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b.CreateFNeg(b.CreateFMul(a, a)));
+  llvm::Value* e = emit_exp(b, b.CreateFNeg(b.CreateFMul(a, a)));
   llvm::Value* erfc_a = b.CreateFMul(b.CreateFMul(poly, t), e);
   // 1 + erf(z) = erfc(-z): erfc(a) for z < 0, 2 - erfc(a) otherwise.
   llvm::Value* one_plus_erf =
       b.CreateSelect(b.CreateFCmpOLT(z, c(0.0)), erfc_a, b.CreateFSub(c(2.0), erfc_a));
   return b.CreateFMul(b.CreateFMul(x, c(0.5)), one_plus_erf);
+}
+
+llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Value* x_in) {
+  llvm::Type* type = x_in->getType();
+  llvm::Module* m = b.GetInsertBlock()->getModule();
+  auto c = [&](double v) { return llvm::ConstantFP::get(type, v); };
+  llvm::Function* fma = llvm::Intrinsic::getDeclaration(m, llvm::Intrinsic::fma, {type});
+  constexpr double kLow = -87.33654475, kHigh = 88.72283935;  // exp: FLT_MIN .. FLT_MAX
+  llvm::Value* x = b.CreateMinNum(b.CreateMaxNum(x_in, c(kLow)), c(kHigh));
+  // n = round(x / ln 2); r = x - n ln 2 in two steps so that r keeps its low bits.
+  llvm::Value* n =
+      b.CreateUnaryIntrinsic(llvm::Intrinsic::rint, b.CreateFMul(x, c(1.44269504088896341)));
+  llvm::Value* r = b.CreateCall(fma, {n, c(-0.693359375), x});
+  r = b.CreateCall(fma, {n, c(2.12194440e-4), r});
+  llvm::Value* p = c(1.9875691500e-4);
+  for (double coef :
+       {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
+    p = b.CreateCall(fma, {p, r, c(coef)});
+  // exp(r) ~ 1 + r + r^2 p(r)
+  llvm::Value* er = b.CreateFAdd(b.CreateCall(fma, {p, b.CreateFMul(r, r), r}), c(1.0));
+  // 2^n as 2^(n/2) 2^(n - n/2): n is in [-126, 128], each factor a normal float.
+  llvm::Type* int_type =
+      type->isVectorTy()
+          ? llvm::VectorType::get(b.getInt32Ty(),
+                                  llvm::cast<llvm::VectorType>(type)->getElementCount())
+          : static_cast<llvm::Type*>(b.getInt32Ty());
+  auto i = [&](int v) { return llvm::ConstantInt::get(int_type, v); };
+  llvm::Value* ni = b.CreateFPToSI(n, int_type);
+  llvm::Value* n1 = b.CreateAShr(ni, i(1));
+  llvm::Value* n2 = b.CreateSub(ni, n1);
+  auto pow2 = [&](llvm::Value* e) {
+    return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, i(127)), i(23)), type);
+  };
+  llvm::Value* y = b.CreateFMul(b.CreateFMul(er, pow2(n1)), pow2(n2));
+  // Outside the range: 0 below (no denormals), infinity above, NaN stays NaN.
+  y = b.CreateSelect(b.CreateFCmpOLT(x_in, c(kLow)), c(0.0), y);
+  y = b.CreateSelect(b.CreateFCmpOGT(x_in, c(kHigh)), c(INFINITY), y);
+  return b.CreateSelect(b.CreateFCmpUNO(x_in, x_in), x_in, y);
+}
+
+llvm::Value* emit_gelu_tanh(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Type* type = x->getType();
+  auto c = [&](double v) { return llvm::ConstantFP::get(type, v); };
+  // -2u = -2 sqrt(2/pi) (x + 0.044715 x^3)
+  llvm::Value* x3 = b.CreateFMul(b.CreateFMul(x, x), x);
+  llvm::Value* inner = b.CreateFAdd(x, b.CreateFMul(x3, c(0.044715)));
+  llvm::Value* e = emit_exp(b, b.CreateFMul(inner, c(-1.5957691216057308)));
+  return b.CreateFDiv(x, b.CreateFAdd(e, c(1.0)));
 }
 
 }  // namespace dietcode::codegen

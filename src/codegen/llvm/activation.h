@@ -13,11 +13,24 @@ llvm::Value* emit_relu(llvm::IRBuilder<>& b, llvm::Value* x);
 // gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), with erf by Abramowitz & Stegun 7.1.26
 // (|error| < 1.5e-7 in exact arithmetic) in its erfc form, so that 1 + erf(z) for
 // z < 0 is computed without cancellation. Branch-free; calls llvm.exp.
+// exp is emit_exp below (vectorizable; llvm.exp on a vector is scalarized into libm calls).
 // Accuracy in float against the exact GELU (double-precision std::erf), measured by
 // tests/codegen/gelu_test.cpp over x in [-10, 10] in steps of 2^-12: absolute error at
 // most 4.2e-7 everywhere; relative error at most 4.2e-7 for x > 0 and 1.7e-4 wherever
 // |gelu(x)| >= 1e-3 (x >= -3.44); beyond, in the negative tail where |gelu(x)| < 1e-3,
 // the approximation's relative error grows (to ~50% where |gelu| ~ 1e-20).
 llvm::Value* emit_gelu(llvm::IRBuilder<>& b, llvm::Value* x);
+
+// exp(x), branch-free and vectorizable (llvm.exp on a vector would be scalarized into
+// libm calls): x = n ln 2 + r with |r| <= ln(2)/2 (Cody-Waite, two-part ln 2), a
+// degree-6 polynomial for exp(r) (Cephes expf's coefficients), 2^n built in the
+// exponent bits (as two factors, so that n = 128 stays exact). Below -87.34 (where
+// exp(x) < FLT_MIN) the result is 0, not a denormal; above 88.72 it is infinity; NaN
+// stays NaN. Maximum relative error 8.2e-8 over [-87, 88] (tests/rowops/row_ops_test.cpp).
+llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Value* x);
+
+// gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed as
+// x / (1 + exp(-2u)) (the same function, without cancellation for u << 0) with emit_exp.
+llvm::Value* emit_gelu_tanh(llvm::IRBuilder<>& b, llvm::Value* x);
 
 }  // namespace dietcode::codegen

@@ -220,6 +220,9 @@ void FunctionEmitter::emit(const Stmt& s) {
     case StmtKind::MicroKernel:
       emit_micro_kernel(*this, *s.as<MicroKernelNode>());
       return;
+    case StmtKind::RowKernel:
+      emit_row_kernel(*this, *s.as<RowKernelNode>());
+      return;
     case StmtKind::PackStage:
       if (lower::packs_by_transposing(*s.as<PackStageNode>()))
         return emit_transposing_pack(*this, *s.as<PackStageNode>());
@@ -251,7 +254,21 @@ llvm::Value* FunctionEmitter::emit(const Expr& e) {
     case ExprKind::Call: {
       const auto* c = e.as<CallNode>();
       llvm::Value* x = emit(c->args[0]);
-      return c->op == CallOp::Relu ? emit_relu(b_, x) : emit_gelu(b_, x);
+      switch (c->op) {
+        case CallOp::Relu:
+          return emit_relu(b_, x);
+        case CallOp::Gelu:
+          return emit_gelu(b_, x);
+        case CallOp::GeluTanh:
+          return emit_gelu_tanh(b_, x);
+        case CallOp::Exp:
+          return emit_exp(b_, x);
+        case CallOp::Sqrt:
+          return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+        case CallOp::ToFloat:
+          return b_.CreateSIToFP(x, b_.getFloatTy());
+      }
+      break;
     }
     case ExprKind::Reduce:
       internal_error(__FILE__, __LINE__, "a reduction reached code generation: " + to_string(e));
@@ -271,7 +288,10 @@ llvm::Value* FunctionEmitter::emit(const Expr& e) {
       return is_float ? b_.CreateFMul(x, y) : b_.CreateMul(x, y, "", false, true);
     case ExprKind::Div:
     case ExprKind::Mod: {
-      DC_INTERNAL_CHECK(!is_float, "float division is not in the IR");
+      if (is_float) {
+        DC_INTERNAL_CHECK(e.kind() == ExprKind::Div, "float remainder is not in the IR");
+        return b_.CreateFDiv(x, y);
+      }
       // Floor semantics: truncating division, corrected when the signs differ.
       llvm::Value* q = b_.CreateSDiv(x, y);
       llvm::Value* r = b_.CreateSRem(x, y);

@@ -39,6 +39,11 @@ class FunctionEmitter {
 
   llvm::IRBuilder<>& builder() { return b_; }
   llvm::Module& module() { return module_; }
+  llvm::Function* function() { return function_; }
+  // Gives `var` a value for the expressions emitted until unbind_var (the column of a
+  // vector sweep, say).
+  void bind_var(const ir::Var& var, llvm::Value* value) { vars_[var.get()] = value; }
+  void unbind_var(const ir::Var& var) { vars_.erase(var.get()); }
   llvm::Value* buffer(const ir::Buffer& buf);
   // Gives a loop variable of the IR a value while a caller emits its body.
   void bind_var(const ir::Var& v, llvm::Value* value) { vars_[v.get()] = value; }
@@ -71,5 +76,8 @@ void emit_micro_kernel(FunctionEmitter& fe, const ir::MicroKernelNode& mk);
 // Emits a pack stage whose source is contiguous along k as 8x8 in-register transposes
 // (pack_emitter.cpp); insert_packing leaves such stages to code generation.
 void emit_transposing_pack(FunctionEmitter& fe, const ir::PackStageNode& p);
+
+// Emits one row of a row operator as vector code (row_kernel_emitter.cpp).
+void emit_row_kernel(FunctionEmitter& fe, const ir::RowKernelNode& rk);
 
 }  // namespace dietcode::codegen

@@ -1,0 +1,263 @@
+// Explicit vector code for one row of a row operator (ir::RowKernelNode).
+//
+// Every element expression is emitted as a vector of W lanes: columns base..base+W-1.
+// Reads contiguous along the row become vector loads (masked in the tail), reads
+// constant along it scalar loads and a splat; a stage's result or a reduction's total
+// is a splat of its scalar. Reductions keep `unroll` independent accumulators per pass
+// and end in a horizontal reduction; the tail lanes past the row length contribute the
+// reduction's identity.
+#include <llvm/IR/Intrinsics.h>
+
+#include <unordered_map>
+
+#include "codegen/llvm/activation.h"
+#include "codegen/llvm/codegen_llvm.h"
+#include "ir/printer.h"
+#include "support/error.h"
+
+namespace dietcode::codegen {
+
+using namespace ir;
+
+namespace {
+
+class RowKernelEmitter {
+ public:
+  RowKernelEmitter(FunctionEmitter& fe, const RowKernelNode& k)
+      : fe_(fe),
+        b_(fe.builder()),
+        k_(k),
+        width_(static_cast<unsigned>(k.vector_width)),
+        vec_type_(llvm::FixedVectorType::get(b_.getFloatTy(), width_)) {}
+
+  void emit() {
+    length_ = fe_.emit(k_.length);
+    int passes = k_.reductions.empty() ? 0 : k_.reductions.back().pass + 1;
+    for (int p = 0; p < passes; ++p) emit_pass(p);
+    sweep([&](llvm::Value* base, int, llvm::Value* mask) {
+      llvm::Value* ptr = output_ptr(base);
+      llvm::Value* v;
+      if (k_.reuse >= 0) {  // the reused pass stored the elements; scale them
+        llvm::Value* stored =
+            mask ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(vec_type_, ptr, llvm::Align(4), mask,
+                                       llvm::Constant::getNullValue(vec_type_)))
+                 : b_.CreateAlignedLoad(vec_type_, ptr, llvm::Align(4));
+        v = b_.CreateFMul(stored, vec(k_.scale, k_.col, base, mask));
+      } else {
+        v = vec(k_.value, k_.col, base, mask);
+      }
+      store(v, ptr, mask);
+    });
+  }
+
+ private:
+  llvm::Value* output_ptr(llvm::Value* base) {
+    fe_.bind_var(k_.col, base);
+    llvm::Value* ptr =
+        fe_.element_ptr(k_.output, fe_.emit(flatten_index(k_.output, k_.output_index)));
+    fe_.unbind_var(k_.col);
+    return ptr;
+  }
+  void store(llvm::Value* v, llvm::Value* ptr, llvm::Value* mask) {
+    if (mask)
+      b_.CreateMaskedStore(v, ptr, llvm::Align(4), mask);
+    else
+      b_.CreateAlignedStore(v, ptr, llvm::Align(4));
+  }
+
+  llvm::Value* splat(llvm::Value* scalar) { return b_.CreateVectorSplat(width_, scalar); }
+  llvm::Value* fconst(double v) { return llvm::ConstantFP::get(vec_type_, v); }
+  llvm::Value* identity(ReduceOp op) {
+    return fconst(op == ReduceOp::Sum ? 0.0 : -std::numeric_limits<double>::infinity());
+  }
+  llvm::Value* combine(ReduceOp op, llvm::Value* a, llvm::Value* x) {
+    return op == ReduceOp::Sum ? b_.CreateFAdd(a, x) : b_.CreateMaxNum(a, x);
+  }
+
+  // Calls body(column base, accumulator index, mask or null) over the whole row:
+  // `unroll` full vectors per step, then single full vectors, then one masked vector.
+  void sweep(const std::function<void(llvm::Value*, int, llvm::Value*)>& body) {
+    const int64_t w = k_.vector_width, u = k_.unroll;
+    llvm::Value* zero = b_.getInt64(0);
+    llvm::Value* steps = b_.CreateUDiv(length_, b_.getInt64(w * u));
+    fe_.emit_loop(
+        zero, steps,
+        [&](llvm::Value* i) {
+          llvm::Value* base = b_.CreateMul(i, b_.getInt64(w * u), "", true, true);
+          for (int j = 0; j < u; ++j)
+            body(b_.CreateAdd(base, b_.getInt64(j * w), "", true, true), j, nullptr);
+        },
+        "row_main");
+    llvm::Value* full = b_.CreateUDiv(length_, b_.getInt64(w));
+    if (u > 1)
+      fe_.emit_loop(
+          b_.CreateMul(steps, b_.getInt64(u)), full,
+          [&](llvm::Value* i) {
+            body(b_.CreateMul(i, b_.getInt64(w), "", true, true), 0, nullptr);
+          },
+          "row_vec");
+    llvm::Value* base = b_.CreateMul(full, b_.getInt64(w));
+    llvm::Value* rest = b_.CreateSub(length_, base);
+    llvm::Function* f = fe_.function();
+    llvm::BasicBlock* tail = llvm::BasicBlock::Create(b_.getContext(), "row_tail", f);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(b_.getContext(), "row_done", f);
+    b_.CreateCondBr(b_.CreateICmpSGT(rest, zero), tail, done);
+    b_.SetInsertPoint(tail);
+    std::vector<llvm::Constant*> lanes;
+    for (unsigned i = 0; i < width_; ++i) lanes.push_back(b_.getInt32(i));
+    llvm::Value* mask = b_.CreateICmpSLT(llvm::ConstantVector::get(lanes),
+                                         splat(b_.CreateTrunc(rest, b_.getInt32Ty())), "tail_mask");
+    body(base, 0, mask);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  void emit_pass(int pass) {
+    std::vector<const RowReductionStage*> members;
+    for (const RowReductionStage& r : k_.reductions)
+      if (r.pass == pass) members.push_back(&r);
+    const int64_t u = k_.unroll;
+    std::vector<std::vector<llvm::Value*>> acc(members.size());
+    for (size_t m = 0; m < members.size(); ++m)
+      for (int64_t j = 0; j < u; ++j) {
+        acc[m].push_back(fe_.entry_alloca(vec_type_, 1, 64));
+        b_.CreateStore(identity(members[m]->op), acc[m].back());
+      }
+    sweep([&](llvm::Value* base, int j, llvm::Value* mask) {
+      for (size_t m = 0; m < members.size(); ++m) {
+        const RowReductionStage& r = *members[m];
+        llvm::Value* v = vec(r.element, r.axis, base, mask);
+        if (members[m] == &k_.reductions[std::max(k_.reuse, 0)] && k_.reuse >= 0)
+          store(v, output_ptr(base), mask);
+        if (mask) v = b_.CreateSelect(mask, v, identity(r.op));
+        llvm::Value* a = b_.CreateLoad(vec_type_, acc[m][j]);
+        b_.CreateStore(combine(r.op, a, v), acc[m][j]);
+      }
+    });
+    for (size_t m = 0; m < members.size(); ++m) {
+      const RowReductionStage& r = *members[m];
+      llvm::Value* total = b_.CreateLoad(vec_type_, acc[m][0]);
+      for (int64_t j = 1; j < u; ++j)
+        total = combine(r.op, total, b_.CreateLoad(vec_type_, acc[m][j]));
+      llvm::Value* scalar;
+      if (r.op == ReduceOp::Sum) {
+        // Reassociation lets LLVM add the lanes as a tree (the order is ours to choose).
+        auto* sum = b_.CreateFAddReduce(llvm::ConstantFP::get(b_.getFloatTy(), -0.0), total);
+        llvm::FastMathFlags fmf;
+        fmf.setAllowReassoc();
+        llvm::cast<llvm::Instruction>(sum)->setFastMathFlags(fmf);
+        scalar = sum;
+      } else {
+        scalar = b_.CreateFPMaxReduce(total);
+      }
+      reduce_values_[r.reduce.get()] = scalar;
+      stage_values_[r.result.get()] = b_.CreateExtractElement(vec(r.value, Var(), nullptr, nullptr),
+                                                              uint64_t(0), r.result.name());
+    }
+  }
+
+  // The vector of `e` at columns base..base+W-1 of `col` (mask: lanes that exist).
+  llvm::Value* vec(const Expr& e, const Var& col, llvm::Value* base, llvm::Value* mask) {
+    switch (e.kind()) {
+      case ExprKind::FloatImm:
+        return fconst(e.as<FloatImmNode>()->value);
+      case ExprKind::Reduce: {
+        auto it = reduce_values_.find(e.get());
+        DC_INTERNAL_CHECK(it != reduce_values_.end(), "row kernel: reduction read before its pass");
+        return splat(it->second);
+      }
+      case ExprKind::Load: {
+        const auto* l = e.as<LoadNode>();
+        if (auto it = stage_values_.find(l->buffer.get()); it != stage_values_.end())
+          return splat(it->second);
+        bool along_row = col.defined() && !l->indices.empty() &&
+                         l->indices.back().get() == static_cast<const ExprNode*>(col.get());
+        if (!along_row) return splat(fe_.emit(e));
+        fe_.bind_var(col, base);
+        llvm::Value* ptr =
+            fe_.element_ptr(l->buffer, fe_.emit(flatten_index(l->buffer, l->indices)));
+        fe_.unbind_var(col);
+        if (mask)
+          return b_.CreateMaskedLoad(vec_type_, ptr, llvm::Align(4), mask,
+                                     llvm::Constant::getNullValue(vec_type_));
+        return b_.CreateAlignedLoad(vec_type_, ptr, llvm::Align(4));
+      }
+      case ExprKind::Call: {
+        const auto* c = e.as<CallNode>();
+        if (c->op == CallOp::ToFloat)
+          return splat(b_.CreateSIToFP(fe_.emit(c->args[0]), b_.getFloatTy()));
+        llvm::Value* x = vec(c->args[0], col, base, mask);
+        switch (c->op) {
+          case CallOp::Relu:
+            return emit_relu(b_, x);
+          case CallOp::Gelu:
+            return emit_gelu(b_, x);
+          case CallOp::GeluTanh:
+            return emit_gelu_tanh(b_, x);
+          case CallOp::Exp:
+            return emit_exp(b_, x);
+          case CallOp::Sqrt:
+            return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+          case CallOp::ToFloat:
+            break;
+        }
+        break;
+      }
+      case ExprKind::Select: {
+        const auto* s = e.as<SelectNode>();
+        return b_.CreateSelect(vec(s->condition, col, base, mask),
+                               vec(s->true_value, col, base, mask),
+                               vec(s->false_value, col, base, mask));
+      }
+      default:
+        break;
+    }
+    const BinaryNode* bin = as_binary(e);
+    DC_INTERNAL_CHECK(bin && bin->a.type() != Type::Int, "row kernel: cannot vectorize {}",
+                      to_string(e));
+    llvm::Value* x = vec(bin->a, col, base, mask);
+    llvm::Value* y = vec(bin->b, col, base, mask);
+    switch (e.kind()) {
+      case ExprKind::Add:
+        return b_.CreateFAdd(x, y);
+      case ExprKind::Sub:
+        return b_.CreateFSub(x, y);
+      case ExprKind::Mul:
+        return b_.CreateFMul(x, y);
+      case ExprKind::Div:
+        return b_.CreateFDiv(x, y);
+      case ExprKind::Min:
+        return b_.CreateMinNum(x, y);
+      case ExprKind::Max:
+        return b_.CreateMaxNum(x, y);
+      case ExprKind::LT:
+        return b_.CreateFCmpOLT(x, y);
+      case ExprKind::LE:
+        return b_.CreateFCmpOLE(x, y);
+      case ExprKind::EQ:
+        return b_.CreateFCmpOEQ(x, y);
+      case ExprKind::And:
+        return b_.CreateAnd(x, y);
+      default:
+        break;
+    }
+    internal_error(__FILE__, __LINE__, "row kernel: cannot vectorize " + to_string(e));
+  }
+
+  FunctionEmitter& fe_;
+  llvm::IRBuilder<>& b_;
+  const RowKernelNode& k_;
+  unsigned width_;
+  llvm::FixedVectorType* vec_type_;
+  llvm::Value* length_ = nullptr;
+  std::unordered_map<const ExprNode*, llvm::Value*> reduce_values_;
+  std::unordered_map<const BufferNode*, llvm::Value*> stage_values_;
+};
+
+}  // namespace
+
+void emit_row_kernel(FunctionEmitter& fe, const RowKernelNode& rk) {
+  RowKernelEmitter(fe, rk).emit();
+}
+
+}  // namespace dietcode::codegen
