@@ -27,6 +27,16 @@ Var parallel_loop(const schedule::MicroKernelSchedule& s, const ops::Contraction
 
 }  // namespace
 
+LoweredFunc compute_function(const te::Operator& op, Stmt body) {
+  LoweredFunc f;
+  f.name = op.name;
+  for (const te::ShapeVar& v : op.shape_vars) f.shape_vars.push_back(v.var);
+  for (const te::Input& in : op.inputs) f.buffers.push_back(in.tensor);
+  f.buffers.push_back(op.compute.output);
+  f.body = std::move(body);
+  return f;
+}
+
 LoweredKernel lower(const schedule::BoundSchedule& bound, const PassLogger& log) {
   const te::Operator& op = bound.op();
   const schedule::MicroKernelSchedule& s = bound.schedule();
@@ -44,11 +54,7 @@ LoweredKernel lower(const schedule::BoundSchedule& bound, const PassLogger& log)
   body = step("simplify", simplify(body));
 
   LoweredKernel k;
-  k.compute.name = op.name;
-  for (const te::ShapeVar& v : op.shape_vars) k.compute.shape_vars.push_back(v.var);
-  for (const te::Input& in : op.inputs) k.compute.buffers.push_back(in.tensor);
-  k.compute.buffers.push_back(op.compute.output);
-  k.compute.body = body;
+  k.compute = compute_function(op, body);
   if (nest.prepack.defined()) {
     k.prepacked_b = true;
     k.prepacked_input = c.b_input_index;

@@ -35,6 +35,10 @@ struct LoweredKernel {
   ir::Expr packed_b_size;    // elements of B_packed
 };
 
+// The operator's compute function around `body`: its shape variables, then its inputs
+// and its output as buffers (the calling convention of every lowered kernel).
+LoweredFunc compute_function(const te::Operator& op, ir::Stmt body);
+
 // Called with (pass name, IR after it).
 using PassLogger = std::function<void(const std::string&, const std::string&)>;
 

@@ -96,11 +96,7 @@ LoweredKernel lower(const schedule::BoundRowSchedule& bound, const PassLogger& l
   Stmt body = step("build_row_loops", build_row_loops(bound.row_op(), bound.schedule()));
   body = step("simplify", simplify(body));
   LoweredKernel k;
-  k.compute.name = op.name;
-  for (const te::ShapeVar& v : op.shape_vars) k.compute.shape_vars.push_back(v.var);
-  for (const te::Input& in : op.inputs) k.compute.buffers.push_back(in.tensor);
-  k.compute.buffers.push_back(op.compute.output);
-  k.compute.body = body;
+  k.compute = compute_function(op, body);
   return k;
 }
 

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "support/error.h"
+
 namespace dietcode::codegen {
 
 llvm::Value* emit_relu(llvm::IRBuilder<>& b, llvm::Value* x) {
@@ -77,6 +79,25 @@ llvm::Value* emit_gelu_tanh(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* inner = b.CreateFAdd(x, b.CreateFMul(x3, c(0.044715)));
   llvm::Value* e = emit_exp(b, b.CreateFMul(inner, c(-1.5957691216057308)));
   return b.CreateFDiv(x, b.CreateFAdd(e, c(1.0)));
+}
+
+llvm::Value* emit_float_call(llvm::IRBuilder<>& b, ir::CallOp op, llvm::Value* x) {
+  switch (op) {
+    case ir::CallOp::Relu:
+      return emit_relu(b, x);
+    case ir::CallOp::Gelu:
+      return emit_gelu(b, x);
+    case ir::CallOp::GeluTanh:
+      return emit_gelu_tanh(b, x);
+    case ir::CallOp::Exp:
+      return emit_exp(b, x);
+    case ir::CallOp::Sqrt:
+      return b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+    case ir::CallOp::ToFloat:
+      break;
+  }
+  DC_INTERNAL_CHECK(false, "{} is not a float function", ir::to_string(op));
+  return nullptr;
 }
 
 }  // namespace dietcode::codegen

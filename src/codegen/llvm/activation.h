@@ -5,6 +5,8 @@
 
 #include <llvm/IR/IRBuilder.h>
 
+#include "ir/expr.h"
+
 namespace dietcode::codegen {
 
 // max(x, 0).
@@ -32,5 +34,10 @@ llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Value* x);
 // gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed as
 // x / (1 + exp(-2u)) (the same function, without cancellation for u << 0) with emit_exp.
 llvm::Value* emit_gelu_tanh(llvm::IRBuilder<>& b, llvm::Value* x);
+
+// The IR's float function `op` (every CallOp but ToFloat, whose argument is an integer)
+// applied to `x`, a float or a vector of floats: the one mapping from CallOp to the
+// builders above, for the scalar and the vector code generators.
+llvm::Value* emit_float_call(llvm::IRBuilder<>& b, ir::CallOp op, llvm::Value* x);
 
 }  // namespace dietcode::codegen

@@ -254,21 +254,8 @@ llvm::Value* FunctionEmitter::emit(const Expr& e) {
     case ExprKind::Call: {
       const auto* c = e.as<CallNode>();
       llvm::Value* x = emit(c->args[0]);
-      switch (c->op) {
-        case CallOp::Relu:
-          return emit_relu(b_, x);
-        case CallOp::Gelu:
-          return emit_gelu(b_, x);
-        case CallOp::GeluTanh:
-          return emit_gelu_tanh(b_, x);
-        case CallOp::Exp:
-          return emit_exp(b_, x);
-        case CallOp::Sqrt:
-          return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
-        case CallOp::ToFloat:
-          return b_.CreateSIToFP(x, b_.getFloatTy());
-      }
-      break;
+      if (c->op == CallOp::ToFloat) return b_.CreateSIToFP(x, b_.getFloatTy());
+      return emit_float_call(b_, c->op, x);
     }
     case ExprKind::Reduce:
       internal_error(__FILE__, __LINE__, "a reduction reached code generation: " + to_string(e));

@@ -45,9 +45,6 @@ class FunctionEmitter {
   void bind_var(const ir::Var& var, llvm::Value* value) { vars_[var.get()] = value; }
   void unbind_var(const ir::Var& var) { vars_.erase(var.get()); }
   llvm::Value* buffer(const ir::Buffer& buf);
-  // Gives a loop variable of the IR a value while a caller emits its body.
-  void bind_var(const ir::Var& v, llvm::Value* value) { vars_[v.get()] = value; }
-  void unbind_var(const ir::Var& v) { vars_.erase(v.get()); }
   llvm::Value* element_ptr(const ir::Buffer& buf, llvm::Value* flat_index);
   // An alloca in the function's entry block (so it is allocated once per call).
   llvm::Value* entry_alloca(llvm::Type* type, uint64_t count, uint64_t align);

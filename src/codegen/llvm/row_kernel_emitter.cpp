@@ -186,22 +186,7 @@ class RowKernelEmitter {
         const auto* c = e.as<CallNode>();
         if (c->op == CallOp::ToFloat)
           return splat(b_.CreateSIToFP(fe_.emit(c->args[0]), b_.getFloatTy()));
-        llvm::Value* x = vec(c->args[0], col, base, mask);
-        switch (c->op) {
-          case CallOp::Relu:
-            return emit_relu(b_, x);
-          case CallOp::Gelu:
-            return emit_gelu(b_, x);
-          case CallOp::GeluTanh:
-            return emit_gelu_tanh(b_, x);
-          case CallOp::Exp:
-            return emit_exp(b_, x);
-          case CallOp::Sqrt:
-            return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
-          case CallOp::ToFloat:
-            break;
-        }
-        break;
+        return emit_float_call(b_, c->op, vec(c->args[0], col, base, mask));
       }
       case ExprKind::Select: {
         const auto* s = e.as<SelectNode>();
