@@ -179,8 +179,20 @@ class BenchRun {
     Workload w;
     w.name = "modules";
     for (const auto& [label, spec] : o_.modules)
-      w.layers.push_back(layer_for_operator(label, spec.op));
+      if (layer_of_module(label) == label) w.layers.push_back(layer_for_operator(label, spec.op));
     return w;
+  }
+
+  // With one layer per module, modules that compute the same operator (tuned with other
+  // seeds or budgets, say) share one layer, named after the first of them, so that they
+  // are measured side by side.
+  std::string layer_of_module(const std::string& label) const {
+    const ops::OperatorSpec* op = nullptr;
+    for (const auto& [l, spec] : o_.modules)
+      if (l == label) op = &spec.op;
+    for (const auto& [l, spec] : o_.modules)
+      if (spec.op.describe() == op->describe()) return l;
+    return label;
   }
 
   // Phase 2: the roofline, the peers (threads set, pools started), this thread pinned.
@@ -223,7 +235,8 @@ class BenchRun {
   OurCandidates build_our_candidates(const WorkloadLayer& layer) {
     OurCandidates ours;
     for (const auto& [label, spec] : o_.modules) {
-      bool matches = each_module() ? layer.name == label : layer_computes(layer, spec.op);
+      bool matches =
+          each_module() ? layer.name == layer_of_module(label) : layer_computes(layer, spec.op);
       if (!matches) {
         if (!each_module())
           note(fmt::format("module {} ({}) does not compute {}; skipped there", label,

@@ -4,7 +4,8 @@
 // as much as by their speed, so the kernels selection actually chooses between are
 // measured again, together:
 //
-//   plan_finalists   a spread sample of the declared shapes; on each, the few best
+//   plan_finalists   a sample of the declared shapes (dense at small extents, where
+//                    padding changes fastest; even beyond); on each, the few best
 //                    candidates by measurement-or-model, plus its neighbours' best
 //                    (so the dispatch tree's boundaries are measured too): a window
 //   Measurer::measure_side_by_side   each window in interleaved rounds, one time window
@@ -25,7 +26,8 @@
 namespace dietcode::tune {
 
 struct FinalistParams {
-  int shapes = 12;         // declared shapes sampled (all of them when fewer); 0: no finals
+  int shapes = 12;         // declared shapes sampled geometrically, plus shapes / 2 evenly
+                           // (all of them when fewer); 0: no finals
   int per_shape = 3;       // best candidates of each sampled shape
   int max_per_window = 5;  // kernels timed side by side on one shape
 };

@@ -47,22 +47,40 @@ TEST(Finalists, EachSampledShapeMeetsItsBestAndItsNeighboursBest) {
     score[s][(k + 1) % 5] = 5;
   }
   FinalistParams p;
-  p.shapes = 3;  // M = 1, 5, 9
+  p.shapes = 3;  // M = 1, 3 (geometric), 9
   p.per_shape = 2;
   p.max_per_window = 4;
   std::vector<FinalistWindow> w = plan_finalists(shapes, ks, score, p);
   ASSERT_EQ(w.size(), 3u);
   EXPECT_EQ(w[0].shape, std::vector<int64_t>{1});
-  EXPECT_EQ(w[1].shape, std::vector<int64_t>{5});
+  EXPECT_EQ(w[1].shape, std::vector<int64_t>{3});
   EXPECT_EQ(w[2].shape, std::vector<int64_t>{9});
-  // M=5: its best (kernel 2) and second (3), M=1's best (0), M=9's best (4).
+  // M=3: its best (kernel 1) and second (2), M=1's best (0), M=9's best (4).
   ASSERT_EQ(w[1].kernels.size(), 4u);
-  EXPECT_EQ(w[1].kernels[0], ks[2]);
-  EXPECT_EQ(w[1].kernels[1], ks[3]);
+  EXPECT_EQ(w[1].kernels[0], ks[1]);
+  EXPECT_EQ(w[1].kernels[1], ks[2]);
   EXPECT_EQ(w[1].kernels[2], ks[0]);
   EXPECT_EQ(w[1].kernels[3], ks[4]);
   for (const FinalistWindow& one : w) EXPECT_LE(one.kernels.size(), 4u);
-  EXPECT_EQ(finalists_of(w).size(), 5u);
+  // Kernel 3 wins only on M = 7, 8, which no window samples.
+  EXPECT_EQ(finalists_of(w).size(), 4u);
+}
+
+TEST(Finalists, SamplesSmallShapesDenselyAndLargeOnesEvenly) {
+  // The main job's 128 sequence lengths with the default 12: geometric 1, 2, 3, 4, 6, 9,
+  // 14, 22, 34, 53, 82, 128 (each past the last) and evenly 1, 26, 52, 77, 103, 128.
+  std::vector<std::vector<int64_t>> shapes = range(1, 128);
+  std::vector<schedule::MicroKernelSchedule> ks = {kernel(1)};
+  std::vector<std::vector<double>> score(shapes.size(), std::vector<double>(1, 1.0));
+  std::vector<FinalistWindow> w = plan_finalists(shapes, ks, score, FinalistParams{});
+  std::vector<int64_t> sampled;
+  for (const FinalistWindow& one : w) sampled.push_back(one.shape[0]);
+  EXPECT_EQ(sampled, (std::vector<int64_t>{1, 2, 3, 4, 6, 9, 14, 22, 26, 34, 52, 53, 77, 82,
+                                           103, 128}));
+  // Fewer declared shapes than asked: every one.
+  w = plan_finalists(range(1, 5), ks, std::vector<std::vector<double>>(5, {1.0}),
+                     FinalistParams{});
+  EXPECT_EQ(w.size(), 5u);
 }
 
 TEST(Finalists, ScoresArePairedNumbersAndScaledPredictionsBetween) {
@@ -208,7 +226,7 @@ class FinalistsTunerTest : public ::testing::Test {
       EXPECT_LT(rec.max_rel_err, 1e-5);
     }
     EXPECT_GT(finals, 4);
-    EXPECT_EQ(final_shapes, (std::set<std::vector<int64_t>>{{1}, {9}, {16}, {24}}));
+    EXPECT_EQ(final_shapes, (std::set<std::vector<int64_t>>{{1}, {3}, {8}, {24}}));
     // The module's kernels are finalists, and it computes every shape correctly.
     ScheduleSet final_kernels;
     for (const TuningRecord& rec : recs)

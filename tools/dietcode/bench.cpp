@@ -33,7 +33,8 @@ std::vector<std::string> split_names(const std::string& text) {
 
 int run_bench(BenchCliOptions o) {
   bench::BenchOptions& b = o.job.options;
-  // "--workload modules", or modules alone: each module is measured on its own operator.
+  // "--workload modules", or modules alone: each module is measured on its own operator
+  // (modules of the same operator side by side).
   if (b.workload == "modules" || (!o.job.module_paths.empty() && !o.workload_given))
     b.layers = bench::LayerSource::kEachModule;
   b.t_values = parse_int_list(o.m, "--M");
@@ -51,8 +52,8 @@ void register_bench(CLI::App& app, Action& action) {
       app.add_subcommand("bench", "measure generated kernels against the vendor libraries");
   CLI::Option* workload =
       cmd->add_option("--workload", o->job.options.workload,
-                      "bert-dense, bert-attention, or modules (each --module on its own "
-                      "operator; the default when --module is given)")
+                      "bert-dense, bert-attention, or modules (one table per operator of the "
+                      "modules, side by side; the default when --module is given)")
           ->capture_default_str();
   cmd->add_option("--M", o->m, "sequence lengths: '1,17,127', '1..128' or both")
       ->capture_default_str();
