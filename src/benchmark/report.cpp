@@ -63,22 +63,44 @@ std::string format_table(const BenchResult& r) {
     return impl == "dietcode" ? impl : impl.substr(std::string("dietcode-").size());
   };
   std::map<std::string, Summary> all;
-  std::map<std::string, std::pair<double, int>> versus_first;  // sum log ratio, count
+  std::map<std::string, std::set<std::string>> layers_of;  // impl -> layers it was measured on
+  std::string comparisons;  // "X vs Y" lines, per layer
   for (const std::string& layer : layer_order) {
+    // Our columns on this layer only (with one module per operator, each layer has its own).
+    std::vector<std::string> here;
+    for (const std::string& o : ours) {
+      bool present = false;
+      for (auto& [t, row] : by_layer[layer]) present = present || row.count(o);
+      if (present) here.push_back(o);
+    }
+    if (here.empty()) here.push_back(ours[0]);
+    for (const std::string& o : here) layers_of[o].insert(layer);
     out += fmt::format("\n{} ({} thread{}), GFLOP/s\n", layer, r.roofline.threads,
                        r.roofline.threads > 1 ? "s" : "");
     out += fmt::format("{:>5} {:>5} {:>5}", "M", "N", "K");
-    for (const std::string& o : ours) out += fmt::format(" {:>10}", label(o));
+    for (const std::string& o : here) out += fmt::format(" {:>10}", label(o));
     for (const std::string& p : peers) out += fmt::format(" {:>9}", p);
     out += fmt::format(" {:>9}", "best peer");
-    for (const std::string& o : ours)
-      out += fmt::format(" {:>7}", ours.size() > 1 ? "r." + label(o).substr(0, 5) : "ratio");
+    for (const std::string& o : here)
+      out += fmt::format(" {:>7}", here.size() > 1 ? "r." + label(o).substr(0, 5) : "ratio");
     out += fmt::format(" {:>9} {:>5} {:>6}\n", "roofline", "level", "%roof");
     std::map<std::string, Summary> s;
+    // Each of ours against a reference of ours on the same shapes: the sweep (the oracle)
+    // when it ran, else the first column. Value: (sum of log(reference time / time), count,
+    // min ratio, M of the min).
+    std::string reference = std::count(here.begin(), here.end(), "dietcode-sweep")
+                                ? std::string("dietcode-sweep")
+                                : here[0];
+    struct Versus {
+      double log_sum = 0, min = 1e30;
+      int count = 0;
+      int64_t min_m = 0;
+    };
+    std::map<std::string, Versus> versus;
     for (auto& [t, row] : by_layer[layer]) {
       const Measurement* any = row.begin()->second;
       out += fmt::format("{:>5} {:>5} {:>5}", any->m, any->n, any->k);
-      for (const std::string& o : ours) {
+      for (const std::string& o : here) {
         auto it = row.find(o);
         out += it == row.end() ? fmt::format(" {:>10}", "-")
                                : fmt::format(" {:>10.1f}", it->second->gflops);
@@ -91,7 +113,8 @@ std::string format_table(const BenchResult& r) {
         if (it != row.end() && (!best || it->second->gflops > best->gflops)) best = it->second;
       }
       out += fmt::format(" {:>9}", best ? best->impl : "-");
-      for (const std::string& o : ours) {
+      auto ref = row.find(reference);
+      for (const std::string& o : here) {
         auto it = row.find(o);
         if (best && it != row.end()) {
           double ratio = best->seconds / it->second->seconds;
@@ -102,29 +125,50 @@ std::string format_table(const BenchResult& r) {
         } else {
           out += fmt::format(" {:>7}", "-");
         }
-        auto first = row.find(ours[0]);
-        if (o != ours[0] && it != row.end() && first != row.end()) {
-          versus_first[o].first += std::log(first->second->seconds / it->second->seconds);
-          versus_first[o].second += 1;
+        if (o != reference && it != row.end() && ref != row.end()) {
+          double ratio = ref->second->seconds / it->second->seconds;
+          Versus& v = versus[o];
+          v.log_sum += std::log(ratio);
+          v.count += 1;
+          if (ratio < v.min) v.min = ratio, v.min_m = any->m;
         }
       }
-      auto first = row.find(ours[0]);
+      auto first = row.find(here[0]);
       if (first != row.end())
         out += fmt::format(" {:>9.1f} {:>5} {:>5.0f}%\n", any->roofline_gflops, any->level,
                            100 * first->second->gflops / first->second->roofline_gflops);
       else
         out += fmt::format(" {:>9.1f} {:>5}\n", any->roofline_gflops, any->level);
     }
-    for (const std::string& o : ours)
-      out += s[o].text(ours.size() > 1 ? layer + " " + label(o) : layer);
+    for (const std::string& o : here)
+      out += s[o].text(here.size() > 1 ? layer + " " + label(o) : layer);
+    for (auto& [o, v] : versus)
+      if (v.count > 0)
+        comparisons += fmt::format(
+            "{}: {} vs {}: geomean speed ratio {:.3f} (min {:.3f} at M={}) over {} shapes\n",
+            layer, label(o), label(reference), std::exp(v.log_sum / v.count), v.min, v.min_m,
+            v.count);
   }
-  if (layer_order.size() > 1)
-    for (const std::string& o : ours)
-      out += "\n" + all[o].text(ours.size() > 1 ? "all layers " + label(o) : "all layers");
-  for (auto& [o, v] : versus_first)
-    if (v.second > 0)
-      out += fmt::format("{} vs {}: geomean speed ratio {:.3f} over {} shapes\n", label(o),
-                         label(ours[0]), std::exp(v.first / v.second), v.second);
+  // Across layers: each of ours measured on more than one layer; and with one module per
+  // layer (modules of different operators), the modules together.
+  if (layer_order.size() > 1) {
+    Summary modules;
+    int single_layer_modules = 0;
+    for (const std::string& o : ours) {
+      if (layers_of[o].size() > 1) {
+        out += "\n" + all[o].text(ours.size() > 1 ? "all layers " + label(o) : "all layers");
+      } else if (o != "dietcode-sweep" && o != "dietcode" && all[o].count > 0) {
+        ++single_layer_modules;
+        modules.log_ratio += all[o].log_ratio;
+        modules.log_roof += all[o].log_roof;
+        modules.min_ratio = std::min(modules.min_ratio, all[o].min_ratio);
+        modules.min_roof = std::min(modules.min_roof, all[o].min_roof);
+        modules.count += all[o].count;
+      }
+    }
+    if (single_layer_modules > 1) out += "\n" + modules.text("all layers, the modules");
+  }
+  out += comparisons;
   if (!r.compile_seconds.empty()) {
     std::vector<double> c = r.compile_seconds;
     std::sort(c.begin(), c.end());
