@@ -90,4 +90,21 @@ void OccupancyModel::fit(const std::vector<Sample>& samples) {
   alpha = best_alpha;
 }
 
+std::vector<size_t> geometric_positions(size_t n, int count) {
+  std::vector<size_t> out;
+  if (n == 0 || count <= 0) return out;
+  if (size_t(count) >= n) {
+    for (size_t i = 0; i < n; ++i) out.push_back(i);
+    return out;
+  }
+  if (count == 1) return {n - 1};
+  size_t next = 0;
+  for (int i = 0; i < count && next < n; ++i) {
+    auto p = size_t(std::llround(std::pow(double(n), double(i) / double(count - 1)))) - 1;
+    out.push_back(std::min(n - 1, std::max(next, p)));
+    next = out.back() + 1;
+  }
+  return out;
+}
+
 }  // namespace dietcode::tune

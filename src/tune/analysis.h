@@ -58,4 +58,11 @@ struct OccupancyModel {
   void fit(const std::vector<Sample>& samples);
 };
 
+// Up to `count` distinct positions in 0..n-1 spread geometrically, both ends included:
+// the i-th is pow(n, i / (count - 1)) - 1 (1-based pow), or the one after the previous
+// when that rounds to it; 0..n-1 when count >= n. For the 128 sequence lengths and
+// count 12: M = 1, 2, 3, 4, 6, 9, 14, 22, 34, 53, 82, 128. Where a shape's best kernel
+// changes fastest (padding and occupancy at small extents) it samples densely.
+std::vector<size_t> geometric_positions(size_t n, int count);
+
 }  // namespace dietcode::tune

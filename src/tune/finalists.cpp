@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 
+#include "tune/analysis.h"
 #include "tune/search.h"
 
 namespace dietcode::tune {
@@ -21,19 +22,8 @@ using schedule::MicroKernelSchedule;
 // 13, and the kernels that win at 2 or 3 would never reach the finals. The even share
 // keeps the large shapes sampled as densely as before.
 std::vector<size_t> spread_sample(size_t n, int count) {
-  std::vector<size_t> out;
-  if (n == 0 || count <= 0) return out;
-  if (size_t(count) >= n) {
-    for (size_t i = 0; i < n; ++i) out.push_back(i);
-    return out;
-  }
-  if (count == 1) return {n - 1};
-  size_t next = 0;  // positions pow(n, i / (count - 1)) (1-based), each past the last
-  for (int i = 0; i < count && next < n; ++i) {
-    auto p = size_t(std::llround(std::pow(double(n), double(i) / double(count - 1)))) - 1;
-    out.push_back(std::min(n - 1, std::max(next, p)));
-    next = out.back() + 1;
-  }
+  std::vector<size_t> out = geometric_positions(n, count);
+  if (out.size() >= n || count <= 1) return out;
   int even = std::max(2, count / 2);
   for (int i = 0; i < even; ++i)
     out.push_back(size_t(std::llround(double(i) * double(n - 1) / double(even - 1))));

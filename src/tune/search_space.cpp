@@ -279,8 +279,9 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
 }
 
 std::vector<MicroKernelSchedule> SearchSpace::seeds_for_shapes() const {
-  // Shapes from the ends inward (1, 128, 64, 32, 96, ...): a prefix of the seeds covers
-  // the range, not just its start.
+  // Shapes spread geometrically first (1, 2, 3, 4, 6, 9, ..., 128: small extents, where
+  // the best tile changes fastest), then from the ends inward (64, 32, 96, ...): a prefix
+  // of the seeds covers the range, not just its start.
   std::vector<size_t> order;
   std::vector<std::pair<size_t, size_t>> spans = {{0, extents_.size()}};
   std::vector<bool> taken(extents_.size(), false);
@@ -290,8 +291,7 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for_shapes() const {
       order.push_back(i);
     }
   };
-  take(0);
-  take(extents_.size() - 1);
+  for (size_t i : geometric_positions(extents_.size(), kSeedShapesGeometric)) take(i);
   for (size_t head = 0; head < spans.size(); ++head) {
     auto [lo, hi] = spans[head];
     if (hi - lo < 2) continue;

@@ -43,9 +43,11 @@ class SearchSpace {
   // m and n blocks whose packed panels stay in L2 (split over the cores when threads
   // > 1, parallel over M when M gives every core a task, else over N), the BLIS loop
   // order. Every seed is valid (schedule::bind); deduplicated; ordered so that a prefix
-  // spreads over the shapes (each shape's best seed first, from the ends inward).
+  // spreads over the shapes (each shape's best seed first; shapes in geometric order,
+  // then from the ends inward).
   std::vector<schedule::MicroKernelSchedule> seeds_for_shapes() const;
   static constexpr double kSeedPadding = 0.125;
+  static constexpr int kSeedShapesGeometric = 12;  // shapes whose seeds come first
 
   const ShapeExtents& extents() const { return extents_; }
   const te::Operator& op() const { return op_; }

@@ -143,6 +143,21 @@ TEST(Seeds, ValidAndCoverEachDeclaredShapeWithLittlePadding) {
     }
 }
 
+TEST(Seeds, SmallShapesFirst) {
+  // Round 1 measures a prefix of the seeds: the shapes where the best tile changes fastest
+  // (M = 1, 2, 3, 4, ...) must have theirs in it. With one thread each shape's first seed
+  // is its own tile height, so the first four seeds cover M = 1..4 without padding.
+  te::Operator op = ops::dense(1, 128, 2304, 768);
+  SearchSpace space(op, schedule::Isa::Avx2, 1, range(1, 128), SpaceKind::ShapeGeneric);
+  std::vector<schedule::MicroKernelSchedule> seeds = space.seeds_for_shapes();
+  ASSERT_GE(seeds.size(), 4u);
+  for (int64_t m = 1; m <= 4; ++m) EXPECT_EQ(seeds[m - 1].mr, m) << "seed " << m - 1;
+  EXPECT_EQ(geometric_positions(128, 12),
+            (std::vector<size_t>{0, 1, 2, 3, 5, 8, 13, 21, 33, 52, 81, 127}));
+  EXPECT_EQ(geometric_positions(3, 12), (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(geometric_positions(10, 1), (std::vector<size_t>{9}));
+}
+
 class FinalistsTunerTest : public ::testing::Test {
  protected:
   void SetUp() override {
