@@ -11,4 +11,4 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   llvm-19-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev \
   nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev \
   libxgboost-dev chromium fonts-dejavu-core clang-19 libclang-rt-19-dev libomp-19-dev \
-  libopenblas-dev libdnnl-dev libblis-dev libxsmm-dev gnuplot-nox >/dev/null
+  libopenblas-dev libdnnl-dev libblis-dev libxsmm-dev gnuplot-nox stress-ng >/dev/null
