@@ -17,6 +17,7 @@
 #include "runtime/module.h"
 #include "support/int_math.h"
 #include "test_support.h"
+#include "tune_support.h"
 #include "tune/search_space.h"
 #include "tune/tuner.h"
 
@@ -195,26 +196,6 @@ class FinalistsTunerTest : public ::testing::Test {
         .records();
   }
 
-  static double module_error(const runtime::Module& m, int64_t M, std::mt19937_64& rng) {
-    const te::Operator& op = m.op();
-    std::vector<int64_t> sizes = op.buffer_sizes(op.bind({M}));
-    std::uniform_real_distribution<float> dist(-1, 1);
-    std::vector<std::vector<float>> inputs;
-    std::vector<const float*> pointers;
-    std::vector<runtime::ConstTensor> args;
-    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
-      inputs.emplace_back(sizes[i]);
-      for (float& v : inputs.back()) v = dist(rng);
-    }
-    for (auto& in : inputs) {
-      pointers.push_back(in.data());
-      args.push_back({in.data(), int64_t(in.size())});
-    }
-    runtime::PackedWeights packed = m.prepack({M}, args[1]);
-    std::vector<float> out(sizes.back(), std::numeric_limits<float>::quiet_NaN());
-    m.run({M}, args, {out.data(), int64_t(out.size())}, &packed);
-    return reference::relative_error(out.data(), reference::evaluate(op, {M}, pointers));
-  }
 
   void tune_and_check(int threads) {
     TuneOptions o = options(32, threads);
@@ -250,7 +231,7 @@ class FinalistsTunerTest : public ::testing::Test {
     runtime::Module m = runtime::Module::compile(r.module);
     std::mt19937_64 rng(5);
     for (int64_t M : {1, 2, 7, 9, 13, 16, 23, 24, 25, 77})
-      EXPECT_LT(module_error(m, M, rng), 1e-5) << "M=" << M << " threads " << threads;
+      EXPECT_LT(testing::module_error(m, M, rng), 1e-5) << "M=" << M << " threads " << threads;
     // Resumed: the windows are done, nothing is measured again, the same module.
     TuneReport again = tune(o);
     EXPECT_EQ(again.trials_this_run, 0);

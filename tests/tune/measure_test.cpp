@@ -4,6 +4,7 @@
 
 #include "codegen/llvm/target.h"
 #include "test_support.h"
+#include "tune_support.h"
 #include "tune/measure.h"
 
 namespace dietcode::tune {
@@ -32,12 +33,7 @@ MeasureOptions options() {
   return o;
 }
 
-schedule::MicroKernelSchedule kernel(int64_t mr) {
-  const schedule::Isa isa = codegen::host_target().isa;
-  auto s = testing::make_schedule(isa, mr, schedule::vector_isa(isa).width, 32, mr * 2, 32);
-  s.pack_b = schedule::PackB::Prepacked;
-  return s;
-}
+schedule::MicroKernelSchedule kernel(int64_t mr) { return testing::prepacked_kernel(mr); }
 
 TEST(Measure, FaultsAreErrorsAndTheBatchGoesOn) {
   Measurer m(small_dense(), options());

@@ -10,6 +10,7 @@
 #include "reference/reference.h"
 #include "runtime/module.h"
 #include "test_support.h"
+#include "tune_support.h"
 #include "tune/tuner.h"
 
 namespace dietcode::tune {
@@ -48,27 +49,6 @@ class TunerTest : public ::testing::Test {
     return o;
   }
 
-  // Runs the module on a shape against the float64 reference, output poisoned.
-  static double module_error(const runtime::Module& m, int64_t M, std::mt19937_64& rng) {
-    const te::Operator& op = m.op();
-    std::vector<int64_t> sizes = op.buffer_sizes(op.bind({M}));
-    std::uniform_real_distribution<float> dist(-1, 1);
-    std::vector<std::vector<float>> inputs;
-    std::vector<const float*> pointers;
-    std::vector<runtime::ConstTensor> args;
-    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
-      inputs.emplace_back(sizes[i]);
-      for (float& v : inputs.back()) v = dist(rng);
-    }
-    for (auto& in : inputs) {
-      pointers.push_back(in.data());
-      args.push_back({in.data(), int64_t(in.size())});
-    }
-    runtime::PackedWeights packed = m.prepack({M}, args[1]);
-    std::vector<float> out(sizes.back(), std::numeric_limits<float>::quiet_NaN());
-    m.run({M}, args, {out.data(), int64_t(out.size())}, &packed);
-    return reference::relative_error(out.data(), reference::evaluate(op, {M}, pointers));
-  }
 
   fs::path dir_;
 };
@@ -92,7 +72,7 @@ TEST_F(TunerTest, JointModuleIsCorrectForEveryShape) {
     ASSERT_GE(k, 0);
     ASSERT_LT(k, m.num_kernels());
     EXPECT_EQ(k, r.module.dispatch.select({M})) << "compiled vs interpreted tree, M=" << M;
-    EXPECT_LT(module_error(m, M, rng), 1e-5) << "M=" << M << " kernel " << k;
+    EXPECT_LT(testing::module_error(m, M, rng), 1e-5) << "M=" << M << " kernel " << k;
   }
   // The module file says where it came from.
   EXPECT_EQ(r.module.provenance["mode"], "joint");
@@ -136,7 +116,7 @@ TEST_F(TunerTest, PerShapeBaselineTunesEachShapeAlone) {
   }
   runtime::Module m = runtime::Module::compile(r.module);
   std::mt19937_64 rng(3);
-  for (int64_t M : {1, 5, 6, 24, 77}) EXPECT_LT(module_error(m, M, rng), 1e-5) << "M=" << M;
+  for (int64_t M : {1, 5, 6, 24, 77}) EXPECT_LT(testing::module_error(m, M, rng), 1e-5) << "M=" << M;
 }
 
 TEST_F(TunerTest, BadOptionsAreClearErrors) {
