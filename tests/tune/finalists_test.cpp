@@ -159,16 +159,8 @@ TEST(Seeds, SmallShapesFirst) {
   EXPECT_EQ(geometric_positions(10, 1), (std::vector<size_t>{9}));
 }
 
-class FinalistsTunerTest : public ::testing::Test {
+class FinalistsTunerTest : public testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("dietcode-finalists-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
 
   TuneOptions options(int64_t trials, int threads) const {
     TuneOptions o;
@@ -239,7 +231,6 @@ class FinalistsTunerTest : public ::testing::Test {
     EXPECT_EQ(again.module.kernels, r.module.kernels);
   }
 
-  fs::path dir_;
 };
 
 TEST_F(FinalistsTunerTest, OneThread) {

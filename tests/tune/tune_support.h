@@ -2,7 +2,12 @@
 // prepacked micro-kernel the measurement tests time.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <limits>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -12,6 +17,21 @@
 #include "schedule_support.h"
 
 namespace dietcode::testing {
+
+// A fresh scratch folder per test (records, modules), removed after it.
+class ScratchDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("dietcode-" + std::string(::testing::UnitTest::GetInstance()->current_test_suite()->name()) +
+            "-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
 
 // Runs the module on shape {M} with fresh random inputs against the float64 reference,
 // output poisoned with NaN first; returns the relative error.

@@ -18,16 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TunerTest : public ::testing::Test {
+class TunerTest : public testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("dietcode-tuner-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
 
   TuneOptions options(int64_t trials) const {
     TuneOptions o;
@@ -50,7 +42,6 @@ class TunerTest : public ::testing::Test {
   }
 
 
-  fs::path dir_;
 };
 
 TEST_F(TunerTest, JointModuleIsCorrectForEveryShape) {
