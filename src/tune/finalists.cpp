@@ -15,16 +15,16 @@ namespace {
 using schedule::MicroKernelSchedule;
 
 // Indices of about `count` declared shapes (sorted by their first variable) to measure
-// side by side: `count` spread geometrically over the list, plus count / 2 spread evenly,
-// both ends included. Geometric because a kernel's padding and occupancy change fastest at
-// small extents (a 4-row tile wastes half its work at M = 2, nothing at M = 4, and is as
-// good at 100 as at 101): an even spread over M = 1..128 would sample only 1 and 13 below
-// 13, and the kernels that win at 2 or 3 would never reach the finals. The even share
-// keeps the large shapes sampled as densely as before.
+// side by side: `count` spread geometrically over the list (geometric_positions), plus
+// count / 4 spread evenly, both ends included. Geometric because a kernel's padding and
+// occupancy change fastest at small extents (a 4-row tile wastes half its work at M = 2,
+// nothing at M = 4, and is as good at 100 as at 101): an even spread over M = 1..128
+// would sample only 1 and 13 below 13, and the kernels that win at 2 or 3 would never
+// reach the finals. The even share keeps the large shapes sampled too.
 std::vector<size_t> spread_sample(size_t n, int count) {
   std::vector<size_t> out = geometric_positions(n, count);
   if (out.size() >= n || count <= 1) return out;
-  int even = std::max(2, count / 2);
+  int even = std::max(2, count / 4);
   for (int i = 0; i < even; ++i)
     out.push_back(size_t(std::llround(double(i) * double(n - 1) / double(even - 1))));
   std::sort(out.begin(), out.end());

@@ -26,7 +26,7 @@
 namespace dietcode::tune {
 
 struct FinalistParams {
-  int shapes = 12;         // declared shapes sampled geometrically, plus shapes / 2 evenly
+  int shapes = 16;         // declared shapes sampled geometrically, plus shapes / 4 evenly
                            // (all of them when fewer); 0: no finals
   int per_shape = 3;       // best candidates of each sampled shape
   int max_per_window = 5;  // kernels timed side by side on one shape

@@ -68,16 +68,16 @@ TEST(Finalists, EachSampledShapeMeetsItsBestAndItsNeighboursBest) {
 }
 
 TEST(Finalists, SamplesSmallShapesDenselyAndLargeOnesEvenly) {
-  // The main job's 128 sequence lengths with the default 12: geometric 1, 2, 3, 4, 6, 9,
-  // 14, 22, 34, 53, 82, 128 (each past the last) and evenly 1, 26, 52, 77, 103, 128.
+  // The main job's 128 sequence lengths with the default 16: geometric 1, 2, 3, 4, 5, 6,
+  // 7, 10, 13, 18, 25, 35, 49, 67, 93, 128 (each past the last) and evenly 1, 43, 86, 128.
   std::vector<std::vector<int64_t>> shapes = range(1, 128);
   std::vector<schedule::MicroKernelSchedule> ks = {kernel(1)};
   std::vector<std::vector<double>> score(shapes.size(), std::vector<double>(1, 1.0));
   std::vector<FinalistWindow> w = plan_finalists(shapes, ks, score, FinalistParams{});
   std::vector<int64_t> sampled;
   for (const FinalistWindow& one : w) sampled.push_back(one.shape[0]);
-  EXPECT_EQ(sampled, (std::vector<int64_t>{1, 2, 3, 4, 6, 9, 14, 22, 26, 34, 52, 53, 77, 82,
-                                           103, 128}));
+  EXPECT_EQ(sampled, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 10, 13, 18, 25, 35, 43, 49,
+                                           67, 86, 93, 128}));
   // Fewer declared shapes than asked: every one.
   w = plan_finalists(range(1, 5), ks, std::vector<std::vector<double>>(5, {1.0}),
                      FinalistParams{});
