@@ -87,6 +87,16 @@ Stmt make_row_kernel(RowKernelNode node) {
   return Stmt(std::make_shared<const RowKernelNode>(std::move(node)));
 }
 
+Stmt make_attention_kernel(AttentionKernelNode node) {
+  DC_INTERNAL_CHECK(node.vector_width > 0 && node.query_tile > 0 && node.key_block > 0 &&
+                        node.unroll > 0 && node.head_dim > 0,
+                    "attention kernel shape");
+  DC_INTERNAL_CHECK(node.q.defined() && node.k.defined() && node.v.defined() &&
+                        node.output.defined(),
+                    "attention kernel buffers");
+  return Stmt(std::make_shared<const AttentionKernelNode>(std::move(node)));
+}
+
 std::vector<Stmt> stmt_children(const Stmt& s) {
   switch (s.kind()) {
     case StmtKind::For:
@@ -177,6 +187,12 @@ Stmt map_stmt(const Stmt& s, const std::function<Stmt(const Stmt&)>& f,
       RowKernelNode n = *s.as<RowKernelNode>();
       n.length = g(n.length);
       return make_row_kernel(std::move(n));
+    }
+    case StmtKind::AttentionKernel: {
+      AttentionKernelNode n = *s.as<AttentionKernelNode>();
+      for (Expr* e : {&n.length, &n.qkv_offset, &n.mask_offset, &n.row_begin, &n.rows})
+        if (e->defined()) *e = g(*e);
+      return make_attention_kernel(std::move(n));
     }
   }
   internal_error(__FILE__, __LINE__, "unknown statement kind");

@@ -223,6 +223,9 @@ void FunctionEmitter::emit(const Stmt& s) {
     case StmtKind::RowKernel:
       emit_row_kernel(*this, *s.as<RowKernelNode>());
       return;
+    case StmtKind::AttentionKernel:
+      emit_attention_kernel(*this, *s.as<AttentionKernelNode>());
+      return;
     case StmtKind::PackStage:
       if (lower::packs_by_transposing(*s.as<PackStageNode>()))
         return emit_transposing_pack(*this, *s.as<PackStageNode>());

@@ -77,4 +77,7 @@ void emit_transposing_pack(FunctionEmitter& fe, const ir::PackStageNode& p);
 // Emits one row of a row operator as vector code (row_kernel_emitter.cpp).
 void emit_row_kernel(FunctionEmitter& fe, const ir::RowKernelNode& rk);
 
+// Emits one query tile of fused attention as vector code (attention_emitter.cpp).
+void emit_attention_kernel(FunctionEmitter& fe, const ir::AttentionKernelNode& k);
+
 }  // namespace dietcode::codegen

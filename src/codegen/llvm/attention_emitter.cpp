@@ -1,0 +1,291 @@
+// Explicit vector code for one query tile of fused attention (ir::AttentionKernelNode):
+// an online, max-subtracted softmax over key blocks (schedule/attention_schedule.h shows
+// the loop structure).
+//
+// Query rows sit in the vector lanes: lane r of vector v is row v * W + r of the tile, so
+// the running maximum m, the running sum l and the rescaling factor alpha are plain
+// vectors, updated without horizontal reductions. Everything a tile keeps lives in
+// stack buffers that stay in L1:
+//
+//   qt     D x lanes       scale * Q^T of the tile (lanes past the tile's rows are zero)
+//   s      key_block x lanes   the block's scores, then its probabilities P
+//   o      lanes x D'      the unnormalized output rows (D' = D rounded up to W)
+//   stat   lanes           alpha per row, at the end 1 / l
+//
+// Scores accumulate `unroll` keys x the row vectors in registers over D (a broadcast of
+// K[j, d] times a row of qt); P V accumulates one output row at a time, up to 8 vectors
+// of D in registers, over the block's keys. Keys past T are never touched (blocks are
+// cut at T), rows past the tile's valid rows are never stored, and the last vector of a
+// row of V or O is masked when W does not divide D. A block whose keys are all masked
+// with -inf leaves m at -inf; exponents are then taken against 0, not -inf, so no
+// -inf - (-inf) NaN appears.
+#include <llvm/IR/Intrinsics.h>
+
+#include <cmath>
+
+#include "codegen/llvm/activation.h"
+#include "codegen/llvm/codegen_llvm.h"
+
+namespace dietcode::codegen {
+
+using namespace ir;
+
+namespace {
+
+class AttentionEmitter {
+ public:
+  AttentionEmitter(FunctionEmitter& fe, const AttentionKernelNode& k)
+      : fe_(fe),
+        b_(fe.builder()),
+        k_(k),
+        w_(k.vector_width),
+        row_vectors_((k.query_tile + w_ - 1) / w_),
+        lanes_(row_vectors_ * w_),
+        d_(k.head_dim),
+        d_vectors_((d_ + w_ - 1) / w_),
+        f32_(b_.getFloatTy()),
+        vt_(llvm::FixedVectorType::get(f32_, static_cast<unsigned>(w_))),
+        fma_(llvm::Intrinsic::getDeclaration(&fe.module(), llvm::Intrinsic::fma, {vt_})) {}
+
+  void emit() {
+    length_ = fe_.emit(k_.length);
+    rows_ = fe_.emit(k_.rows);
+    llvm::Value* slice = fe_.emit(k_.qkv_offset);
+    llvm::Value* tile = mul(fe_.emit(k_.row_begin), i64(d_));
+    q_ = fe_.element_ptr(k_.q, add(slice, tile));
+    o_ = fe_.element_ptr(k_.output, add(slice, tile));
+    k_base_ = fe_.element_ptr(k_.k, slice);
+    v_base_ = fe_.element_ptr(k_.v, slice);
+    if (k_.mask.defined()) mask_ = fe_.element_ptr(k_.mask, fe_.emit(k_.mask_offset));
+    qt_ = fe_.entry_alloca(f32_, uint64_t(d_ * lanes_), 64);
+    s_ = fe_.entry_alloca(f32_, uint64_t(k_.key_block * lanes_), 64);
+    o_tile_ = fe_.entry_alloca(f32_, uint64_t(lanes_ * d_vectors_ * w_), 64);
+    stat_ = fe_.entry_alloca(f32_, uint64_t(lanes_), 64);
+
+    transpose_q();
+    b_.CreateMemSet(o_tile_, b_.getInt8(0), uint64_t(lanes_ * d_vectors_ * w_ * 4),
+                    llvm::MaybeAlign(64));
+    std::vector<llvm::Value*> m = vector_vars(-INFINITY), l = vector_vars(0.0);
+    llvm::Value* blocks = b_.CreateUDiv(add(length_, i64(k_.key_block - 1)), i64(k_.key_block));
+    fe_.emit_loop(
+        i64(0), blocks, [&](llvm::Value* block) { key_block(block, m, l); }, "key_block");
+    for (int64_t v = 0; v < row_vectors_; ++v)
+      store(b_.CreateFDiv(fconst(1.0), load(l[v])), stat_at(i64(v * w_)));
+    fe_.emit_loop(
+        i64(0), rows_,
+        [&](llvm::Value* r) {
+          llvm::Value* inv_l = splat(b_.CreateLoad(f32_, stat_at(r)));
+          for (int64_t c = 0; c < d_vectors_; ++c) {
+            llvm::Value* x = b_.CreateFMul(load(o_tile_at(r, c)), inv_l);
+            llvm::Value* ptr = at(o_, add(mul(r, i64(d_)), i64(c * w_)));
+            if (llvm::Value* mask = column_mask(c))
+              b_.CreateMaskedStore(x, ptr, llvm::Align(4), mask);
+            else
+              b_.CreateAlignedStore(x, ptr, llvm::Align(4));
+          }
+        },
+        "attn_store");
+  }
+
+ private:
+  // qt[d][r] = scale * Q[row r of the tile, d], 0 for lanes past the tile's rows (their
+  // scores stay finite and are never stored).
+  void transpose_q() {
+    fe_.emit_loop(
+        i64(0), i64(lanes_),
+        [&](llvm::Value* r) {
+          llvm::Value* valid = b_.CreateICmpSLT(r, rows_);
+          llvm::Value* src = at(q_, mul(b_.CreateSelect(valid, r, i64(0)), i64(d_)));
+          fe_.emit_loop(
+              i64(0), i64(d_),
+              [&](llvm::Value* d) {
+                llvm::Value* x = b_.CreateFMul(b_.CreateLoad(f32_, at(src, d)),
+                                               llvm::ConstantFP::get(f32_, k_.scale));
+                x = b_.CreateSelect(valid, x, llvm::ConstantFP::get(f32_, 0.0));
+                b_.CreateStore(x, at(qt_, add(mul(d, i64(lanes_)), r)));
+              },
+              "attn_qt_d");
+        },
+        "attn_qt");
+  }
+
+  // One online-softmax step over keys [block * key_block, + kv), kv = min(key_block, T - j0).
+  void key_block(llvm::Value* block, const std::vector<llvm::Value*>& m,
+                 const std::vector<llvm::Value*>& l) {
+    llvm::Value* j0 = mul(block, i64(k_.key_block));
+    llvm::Value* rest = b_.CreateSub(length_, j0);
+    llvm::Value* kv = b_.CreateSelect(b_.CreateICmpSLT(rest, i64(k_.key_block)), rest,
+                                      i64(k_.key_block), "keys");
+    llvm::Value* keys = at(k_base_, mul(j0, i64(d_)));
+    llvm::Value* values = at(v_base_, mul(j0, i64(d_)));
+    llvm::Value* mask = mask_ ? at(mask_, j0) : nullptr;
+
+    const int64_t u = k_.unroll;
+    llvm::Value* groups = b_.CreateUDiv(kv, i64(u));
+    fe_.emit_loop(
+        i64(0), groups, [&](llvm::Value* g) { scores(keys, mask, mul(g, i64(u)), u); },
+        "attn_scores");
+    if (u > 1)
+      fe_.emit_loop(
+          mul(groups, i64(u)), kv, [&](llvm::Value* j) { scores(keys, mask, j, 1); },
+          "attn_scores_rest");
+
+    // m' = max(m, block max); alpha = exp(m - m'), against 0 while m' is still -inf.
+    std::vector<llvm::Value*> block_max = vector_vars(-INFINITY);
+    fe_.emit_loop(
+        i64(0), kv,
+        [&](llvm::Value* j) {
+          for (int64_t v = 0; v < row_vectors_; ++v)
+            store(b_.CreateMaxNum(load(block_max[v]), load(s_at(j, v))), block_max[v]);
+        },
+        "attn_max");
+    std::vector<llvm::Value*> shift(row_vectors_), alpha(row_vectors_);
+    for (int64_t v = 0; v < row_vectors_; ++v) {
+      llvm::Value* old = load(m[v]);
+      llvm::Value* next = b_.CreateMaxNum(old, load(block_max[v]));
+      shift[v] = b_.CreateSelect(b_.CreateFCmpOEQ(next, fconst(-INFINITY)), fconst(0.0), next);
+      alpha[v] = emit_exp(b_, b_.CreateFSub(old, shift[v]));
+      store(alpha[v], stat_at(i64(v * w_)));
+      store(next, m[v]);
+    }
+    // P = exp(S - m'), and its row sums.
+    std::vector<llvm::Value*> sum = vector_vars(0.0);
+    fe_.emit_loop(
+        i64(0), kv,
+        [&](llvm::Value* j) {
+          for (int64_t v = 0; v < row_vectors_; ++v) {
+            llvm::Value* p = emit_exp(b_, b_.CreateFSub(load(s_at(j, v)), shift[v]));
+            store(p, s_at(j, v));
+            store(b_.CreateFAdd(load(sum[v]), p), sum[v]);
+          }
+        },
+        "attn_exp");
+    for (int64_t v = 0; v < row_vectors_; ++v)
+      store(fma(load(l[v]), alpha[v], load(sum[v])), l[v]);
+
+    // O[r] = alpha[r] O[r] + sum_j P[j][r] V[j], up to 8 vectors of D in registers.
+    fe_.emit_loop(
+        i64(0), rows_,
+        [&](llvm::Value* r) {
+          llvm::Value* a = splat(b_.CreateLoad(f32_, stat_at(r)));
+          for (int64_t c0 = 0; c0 < d_vectors_; c0 += kOutputVectors) {
+            int64_t n = std::min(kOutputVectors, d_vectors_ - c0);
+            std::vector<llvm::Value*> acc(n);
+            for (int64_t c = 0; c < n; ++c) {
+              acc[c] = fe_.entry_alloca(vt_, 1, 64);
+              store(b_.CreateFMul(load(o_tile_at(r, c0 + c)), a), acc[c]);
+            }
+            fe_.emit_loop(
+                i64(0), kv,
+                [&](llvm::Value* j) {
+                  llvm::Value* p =
+                      splat(b_.CreateLoad(f32_, at(s_, add(mul(j, i64(lanes_)), r))));
+                  llvm::Value* row = at(values, mul(j, i64(d_)));
+                  for (int64_t c = 0; c < n; ++c)
+                    store(fma(p, load_row(row, c0 + c), load(acc[c])), acc[c]);
+                },
+                "attn_pv");
+            for (int64_t c = 0; c < n; ++c) store(load(acc[c]), o_tile_at(r, c0 + c));
+          }
+        },
+        "attn_rows");
+  }
+
+  // s[jl + i] = qt^T K[jl + i] (+ mask[jl + i]) for i < n, accumulated over D in registers.
+  void scores(llvm::Value* keys, llvm::Value* mask, llvm::Value* jl, int64_t n) {
+    std::vector<std::vector<llvm::Value*>> acc(n);
+    for (auto& a : acc) a = vector_vars(0.0);
+    fe_.emit_loop(
+        i64(0), i64(d_),
+        [&](llvm::Value* d) {
+          std::vector<llvm::Value*> q(row_vectors_);
+          for (int64_t v = 0; v < row_vectors_; ++v)
+            q[v] = load(at(qt_, add(mul(d, i64(lanes_)), i64(v * w_))));
+          for (int64_t i = 0; i < n; ++i) {
+            llvm::Value* key = add(jl, i64(i));
+            llvm::Value* x = splat(b_.CreateLoad(f32_, at(keys, add(mul(key, i64(d_)), d))));
+            for (int64_t v = 0; v < row_vectors_; ++v)
+              store(fma(x, q[v], load(acc[i][v])), acc[i][v]);
+          }
+        },
+        "attn_dot");
+    for (int64_t i = 0; i < n; ++i) {
+      llvm::Value* key = add(jl, i64(i));
+      llvm::Value* bias = mask ? splat(b_.CreateLoad(f32_, at(mask, key))) : nullptr;
+      for (int64_t v = 0; v < row_vectors_; ++v) {
+        llvm::Value* s = load(acc[i][v]);
+        if (bias) s = b_.CreateFAdd(s, bias);
+        store(s, s_at(key, v));
+      }
+    }
+  }
+
+  // Lanes of output vector c that lie inside D, or null when all do.
+  llvm::Value* column_mask(int64_t c) {
+    int64_t valid = d_ - c * w_;
+    if (valid >= w_) return nullptr;
+    std::vector<llvm::Constant*> lanes;
+    for (int64_t i = 0; i < w_; ++i) lanes.push_back(b_.getInt1(i < valid));
+    return llvm::ConstantVector::get(lanes);
+  }
+  llvm::Value* load_row(llvm::Value* row, int64_t c) {
+    llvm::Value* ptr = at(row, i64(c * w_));
+    if (llvm::Value* mask = column_mask(c))
+      return b_.CreateMaskedLoad(vt_, ptr, llvm::Align(4), mask,
+                                 llvm::Constant::getNullValue(vt_));
+    return b_.CreateAlignedLoad(vt_, ptr, llvm::Align(4));
+  }
+
+  // Loop-carried vectors (promoted to registers by LLVM), one per row vector.
+  std::vector<llvm::Value*> vector_vars(double init) {
+    std::vector<llvm::Value*> out;
+    for (int64_t v = 0; v < row_vectors_; ++v) {
+      out.push_back(fe_.entry_alloca(vt_, 1, 64));
+      store(fconst(init), out.back());
+    }
+    return out;
+  }
+  llvm::Value* s_at(llvm::Value* j, int64_t v) {
+    return at(s_, add(mul(j, i64(lanes_)), i64(v * w_)));
+  }
+  llvm::Value* stat_at(llvm::Value* lane) { return at(stat_, lane); }
+  llvm::Value* o_tile_at(llvm::Value* r, int64_t c) {
+    return at(o_tile_, add(mul(r, i64(d_vectors_ * w_)), i64(c * w_)));
+  }
+
+  llvm::Value* i64(int64_t v) { return b_.getInt64(v); }
+  llvm::Value* add(llvm::Value* a, llvm::Value* b) { return b_.CreateAdd(a, b, "", true, true); }
+  llvm::Value* mul(llvm::Value* a, llvm::Value* b) { return b_.CreateMul(a, b, "", true, true); }
+  llvm::Value* at(llvm::Value* base, llvm::Value* index) {
+    return b_.CreateInBoundsGEP(f32_, base, index);
+  }
+  llvm::Value* load(llvm::Value* ptr) { return b_.CreateAlignedLoad(vt_, ptr, llvm::Align(4)); }
+  void store(llvm::Value* v, llvm::Value* ptr) { b_.CreateAlignedStore(v, ptr, llvm::Align(4)); }
+  llvm::Value* splat(llvm::Value* x) { return b_.CreateVectorSplat(unsigned(w_), x); }
+  llvm::Value* fconst(double v) { return llvm::ConstantFP::get(vt_, v); }
+  llvm::Value* fma(llvm::Value* a, llvm::Value* b, llvm::Value* c) {
+    return b_.CreateCall(fma_, {a, b, c});
+  }
+
+  static constexpr int64_t kOutputVectors = 8;  // accumulators of one output row in P V
+
+  FunctionEmitter& fe_;
+  llvm::IRBuilder<>& b_;
+  const AttentionKernelNode& k_;
+  const int64_t w_, row_vectors_, lanes_, d_, d_vectors_;
+  llvm::Type* f32_;
+  llvm::FixedVectorType* vt_;
+  llvm::Function* fma_;
+  llvm::Value *length_ = nullptr, *rows_ = nullptr;
+  llvm::Value *q_ = nullptr, *o_ = nullptr, *k_base_ = nullptr, *v_base_ = nullptr,
+              *mask_ = nullptr;
+  llvm::Value *qt_ = nullptr, *s_ = nullptr, *o_tile_ = nullptr, *stat_ = nullptr;
+};
+
+}  // namespace
+
+void emit_attention_kernel(FunctionEmitter& fe, const AttentionKernelNode& k) {
+  AttentionEmitter(fe, k).emit();
+}
+
+}  // namespace dietcode::codegen
