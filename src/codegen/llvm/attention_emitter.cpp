@@ -10,7 +10,8 @@
 //   qt     D x lanes       scale * Q^T of the tile (lanes past the tile's rows are zero)
 //   s      key_block x lanes   the block's scores, then its probabilities P
 //   o      lanes x D'      the unnormalized output rows (D' = D rounded up to W)
-//   stat   lanes           alpha per row, at the end 1 / l
+//   stat   3 x lanes       alpha, m and l per row (at the end 1 / l in place of alpha);
+//                          kept in memory so that registers go to the inner loops
 //
 // Scores accumulate `unroll` keys x the row vectors in registers over D (a broadcast of
 // K[j, d] times a row of qt); P V accumulates one output row at a time, up to 8 vectors
@@ -31,6 +32,8 @@ namespace dietcode::codegen {
 using namespace ir;
 
 namespace {
+
+using Carried = FunctionEmitter::Carried;
 
 class AttentionEmitter {
  public:
@@ -60,12 +63,19 @@ class AttentionEmitter {
     qt_ = fe_.entry_alloca(f32_, uint64_t(d_ * lanes_), 64);
     s_ = fe_.entry_alloca(f32_, uint64_t(k_.key_block * lanes_), 64);
     o_tile_ = fe_.entry_alloca(f32_, uint64_t(lanes_ * d_vectors_ * w_), 64);
-    stat_ = fe_.entry_alloca(f32_, uint64_t(lanes_), 64);
+    stat_ = fe_.entry_alloca(f32_, uint64_t(3 * lanes_), 64);
 
     transpose_q();
-    b_.CreateMemSet(o_tile_, b_.getInt8(0), uint64_t(lanes_ * d_vectors_ * w_ * 4),
+    // Only the tile's valid rows of O are ever read.
+    b_.CreateMemSet(o_tile_, b_.getInt8(0), mul(rows_, i64(d_vectors_ * w_ * 4)),
                     llvm::MaybeAlign(64));
-    std::vector<llvm::Value*> m = vector_vars(-INFINITY), l = vector_vars(0.0);
+    std::vector<llvm::Value*> m, l;
+    for (int64_t v = 0; v < row_vectors_; ++v) {
+      m.push_back(stat_at(i64(lanes_ + v * w_)));
+      l.push_back(stat_at(i64(2 * lanes_ + v * w_)));
+      store(fconst(-INFINITY), m.back());
+      store(fconst(0.0), l.back());
+    }
     llvm::Value* blocks = b_.CreateUDiv(add(length_, i64(k_.key_block - 1)), i64(k_.key_block));
     fe_.emit_loop(
         i64(0), blocks, [&](llvm::Value* block) { key_block(block, m, l); }, "key_block");
@@ -91,17 +101,23 @@ class AttentionEmitter {
   // qt[d][r] = scale * Q[row r of the tile, d], 0 for lanes past the tile's rows (their
   // scores stay finite and are never stored).
   void transpose_q() {
+    llvm::Function* f = fe_.function();
+    llvm::BasicBlock* partial = llvm::BasicBlock::Create(b_.getContext(), "attn_partial", f);
+    llvm::BasicBlock* copy = llvm::BasicBlock::Create(b_.getContext(), "attn_copy", f);
+    b_.CreateCondBr(b_.CreateICmpSLT(rows_, i64(lanes_)), partial, copy);
+    b_.SetInsertPoint(partial);
+    b_.CreateMemSet(qt_, b_.getInt8(0), uint64_t(d_ * lanes_ * 4), llvm::MaybeAlign(64));
+    b_.CreateBr(copy);
+    b_.SetInsertPoint(copy);
     fe_.emit_loop(
-        i64(0), i64(lanes_),
+        i64(0), rows_,
         [&](llvm::Value* r) {
-          llvm::Value* valid = b_.CreateICmpSLT(r, rows_);
-          llvm::Value* src = at(q_, mul(b_.CreateSelect(valid, r, i64(0)), i64(d_)));
+          llvm::Value* src = at(q_, mul(r, i64(d_)));
           fe_.emit_loop(
               i64(0), i64(d_),
               [&](llvm::Value* d) {
                 llvm::Value* x = b_.CreateFMul(b_.CreateLoad(f32_, at(src, d)),
                                                llvm::ConstantFP::get(f32_, k_.scale));
-                x = b_.CreateSelect(valid, x, llvm::ConstantFP::get(f32_, 0.0));
                 b_.CreateStore(x, at(qt_, add(mul(d, i64(lanes_)), r)));
               },
               "attn_qt_d");
@@ -131,37 +147,38 @@ class AttentionEmitter {
           "attn_scores_rest");
 
     // m' = max(m, block max); alpha = exp(m - m'), against 0 while m' is still -inf.
-    std::vector<llvm::Value*> block_max = vector_vars(-INFINITY);
-    fe_.emit_loop(
-        i64(0), kv,
-        [&](llvm::Value* j) {
+    Carried block_max = fe_.emit_loop(
+        i64(0), kv, constants(-INFINITY),
+        [&](llvm::Value* j, const Carried& mx) {
+          Carried next;
           for (int64_t v = 0; v < row_vectors_; ++v)
-            store(b_.CreateMaxNum(load(block_max[v]), load(s_at(j, v))), block_max[v]);
+            next.push_back(b_.CreateMaxNum(mx[v], load(s_at(j, v))));
+          return next;
         },
         "attn_max");
     std::vector<llvm::Value*> shift(row_vectors_), alpha(row_vectors_);
     for (int64_t v = 0; v < row_vectors_; ++v) {
       llvm::Value* old = load(m[v]);
-      llvm::Value* next = b_.CreateMaxNum(old, load(block_max[v]));
+      llvm::Value* next = b_.CreateMaxNum(old, block_max[v]);
       shift[v] = b_.CreateSelect(b_.CreateFCmpOEQ(next, fconst(-INFINITY)), fconst(0.0), next);
       alpha[v] = emit_exp(b_, b_.CreateFSub(old, shift[v]));
       store(alpha[v], stat_at(i64(v * w_)));
       store(next, m[v]);
     }
     // P = exp(S - m'), and its row sums.
-    std::vector<llvm::Value*> sum = vector_vars(0.0);
-    fe_.emit_loop(
-        i64(0), kv,
-        [&](llvm::Value* j) {
+    Carried sum = fe_.emit_loop(
+        i64(0), kv, constants(0.0),
+        [&](llvm::Value* j, const Carried& partial) {
+          Carried next;
           for (int64_t v = 0; v < row_vectors_; ++v) {
             llvm::Value* p = emit_exp(b_, b_.CreateFSub(load(s_at(j, v)), shift[v]));
             store(p, s_at(j, v));
-            store(b_.CreateFAdd(load(sum[v]), p), sum[v]);
+            next.push_back(b_.CreateFAdd(partial[v], p));
           }
+          return next;
         },
         "attn_exp");
-    for (int64_t v = 0; v < row_vectors_; ++v)
-      store(fma(load(l[v]), alpha[v], load(sum[v])), l[v]);
+    for (int64_t v = 0; v < row_vectors_; ++v) store(fma(load(l[v]), alpha[v], sum[v]), l[v]);
 
     // O[r] = alpha[r] O[r] + sum_j P[j][r] V[j], up to 8 vectors of D in registers.
     fe_.emit_loop(
@@ -170,22 +187,21 @@ class AttentionEmitter {
           llvm::Value* a = splat(b_.CreateLoad(f32_, stat_at(r)));
           for (int64_t c0 = 0; c0 < d_vectors_; c0 += kOutputVectors) {
             int64_t n = std::min(kOutputVectors, d_vectors_ - c0);
-            std::vector<llvm::Value*> acc(n);
-            for (int64_t c = 0; c < n; ++c) {
-              acc[c] = fe_.entry_alloca(vt_, 1, 64);
-              store(b_.CreateFMul(load(o_tile_at(r, c0 + c)), a), acc[c]);
-            }
-            fe_.emit_loop(
-                i64(0), kv,
-                [&](llvm::Value* j) {
+            Carried init;
+            for (int64_t c = 0; c < n; ++c)
+              init.push_back(b_.CreateFMul(load(o_tile_at(r, c0 + c)), a));
+            Carried acc = fe_.emit_loop(
+                i64(0), kv, init,
+                [&](llvm::Value* j, const Carried& o) {
                   llvm::Value* p =
                       splat(b_.CreateLoad(f32_, at(s_, add(mul(j, i64(lanes_)), r))));
                   llvm::Value* row = at(values, mul(j, i64(d_)));
-                  for (int64_t c = 0; c < n; ++c)
-                    store(fma(p, load_row(row, c0 + c), load(acc[c])), acc[c]);
+                  Carried next;
+                  for (int64_t c = 0; c < n; ++c) next.push_back(fma(p, load_row(row, c0 + c), o[c]));
+                  return next;
                 },
                 "attn_pv");
-            for (int64_t c = 0; c < n; ++c) store(load(acc[c]), o_tile_at(r, c0 + c));
+            for (int64_t c = 0; c < n; ++c) store(acc[c], o_tile_at(r, c0 + c));
           }
         },
         "attn_rows");
@@ -193,27 +209,32 @@ class AttentionEmitter {
 
   // s[jl + i] = qt^T K[jl + i] (+ mask[jl + i]) for i < n, accumulated over D in registers.
   void scores(llvm::Value* keys, llvm::Value* mask, llvm::Value* jl, int64_t n) {
-    std::vector<std::vector<llvm::Value*>> acc(n);
-    for (auto& a : acc) a = vector_vars(0.0);
-    fe_.emit_loop(
-        i64(0), i64(d_),
-        [&](llvm::Value* d) {
+    // acc[i * row_vectors + v]: key jl + i, row vector v.
+    std::vector<llvm::Value*> key_rows;
+    for (int64_t i = 0; i < n; ++i) key_rows.push_back(at(keys, mul(add(jl, i64(i)), i64(d_))));
+    Carried init;
+    for (int64_t i = 0; i < n; ++i)
+      for (llvm::Value* z : constants(0.0)) init.push_back(z);
+    Carried acc = fe_.emit_loop(
+        i64(0), i64(d_), init,
+        [&](llvm::Value* d, const Carried& sums) {
           std::vector<llvm::Value*> q(row_vectors_);
           for (int64_t v = 0; v < row_vectors_; ++v)
             q[v] = load(at(qt_, add(mul(d, i64(lanes_)), i64(v * w_))));
+          Carried next;
           for (int64_t i = 0; i < n; ++i) {
-            llvm::Value* key = add(jl, i64(i));
-            llvm::Value* x = splat(b_.CreateLoad(f32_, at(keys, add(mul(key, i64(d_)), d))));
+            llvm::Value* x = splat(b_.CreateLoad(f32_, at(key_rows[i], d)));
             for (int64_t v = 0; v < row_vectors_; ++v)
-              store(fma(x, q[v], load(acc[i][v])), acc[i][v]);
+              next.push_back(fma(x, q[v], sums[i * row_vectors_ + v]));
           }
+          return next;
         },
         "attn_dot");
     for (int64_t i = 0; i < n; ++i) {
       llvm::Value* key = add(jl, i64(i));
       llvm::Value* bias = mask ? splat(b_.CreateLoad(f32_, at(mask, key))) : nullptr;
       for (int64_t v = 0; v < row_vectors_; ++v) {
-        llvm::Value* s = load(acc[i][v]);
+        llvm::Value* s = acc[i * row_vectors_ + v];
         if (bias) s = b_.CreateFAdd(s, bias);
         store(s, s_at(key, v));
       }
@@ -236,15 +257,8 @@ class AttentionEmitter {
     return b_.CreateAlignedLoad(vt_, ptr, llvm::Align(4));
   }
 
-  // Loop-carried vectors (promoted to registers by LLVM), one per row vector.
-  std::vector<llvm::Value*> vector_vars(double init) {
-    std::vector<llvm::Value*> out;
-    for (int64_t v = 0; v < row_vectors_; ++v) {
-      out.push_back(fe_.entry_alloca(vt_, 1, 64));
-      store(fconst(init), out.back());
-    }
-    return out;
-  }
+  // One constant vector per row vector: the start of a loop-carried reduction.
+  Carried constants(double value) { return Carried(size_t(row_vectors_), fconst(value)); }
   llvm::Value* s_at(llvm::Value* j, int64_t v) {
     return at(s_, add(mul(j, i64(lanes_)), i64(v * w_)));
   }

@@ -51,6 +51,13 @@ class FunctionEmitter {
   // Emits `for (i = begin; i < end; ++i) body(i)` and leaves the builder after it.
   void emit_loop(llvm::Value* begin, llvm::Value* end,
                  const std::function<void(llvm::Value*)>& body, const char* name);
+  // The same with values carried from one iteration to the next as phi nodes (registers,
+  // not memory: the pipeline runs no mem2reg): body(i, values) returns their next values.
+  // Returns their values after the loop (`init` when it runs no iteration).
+  using Carried = std::vector<llvm::Value*>;
+  Carried emit_loop(llvm::Value* begin, llvm::Value* end, const Carried& init,
+                    const std::function<Carried(llvm::Value*, const Carried&)>& body,
+                    const char* name);
 
  private:
   void emit_for(const ir::ForNode& f);
