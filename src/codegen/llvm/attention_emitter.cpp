@@ -180,31 +180,50 @@ class AttentionEmitter {
         "attn_exp");
     for (int64_t v = 0; v < row_vectors_; ++v) store(fma(load(l[v]), alpha[v], sum[v]), l[v]);
 
-    // O[r] = alpha[r] O[r] + sum_j P[j][r] V[j], up to 8 vectors of D in registers.
+    // O[r] = alpha[r] O[r] + sum_j P[j][r] V[j]: rows in pairs (each load of V feeds two
+    // rows), then the odd one.
+    llvm::Value* pairs = b_.CreateUDiv(rows_, i64(2));
     fe_.emit_loop(
-        i64(0), rows_,
-        [&](llvm::Value* r) {
-          llvm::Value* a = splat(b_.CreateLoad(f32_, stat_at(r)));
-          for (int64_t c0 = 0; c0 < d_vectors_; c0 += kOutputVectors) {
-            int64_t n = std::min(kOutputVectors, d_vectors_ - c0);
-            Carried init;
-            for (int64_t c = 0; c < n; ++c)
-              init.push_back(b_.CreateFMul(load(o_tile_at(r, c0 + c)), a));
-            Carried acc = fe_.emit_loop(
-                i64(0), kv, init,
-                [&](llvm::Value* j, const Carried& o) {
-                  llvm::Value* p =
-                      splat(b_.CreateLoad(f32_, at(s_, add(mul(j, i64(lanes_)), r))));
-                  llvm::Value* row = at(values, mul(j, i64(d_)));
-                  Carried next;
-                  for (int64_t c = 0; c < n; ++c) next.push_back(fma(p, load_row(row, c0 + c), o[c]));
-                  return next;
-                },
-                "attn_pv");
-            for (int64_t c = 0; c < n; ++c) store(acc[c], o_tile_at(r, c0 + c));
-          }
-        },
-        "attn_rows");
+        i64(0), pairs, [&](llvm::Value* i) { accumulate_pv(values, kv, mul(i, i64(2)), 2); },
+        "attn_row_pairs");
+    fe_.emit_loop(
+        mul(pairs, i64(2)), rows_, [&](llvm::Value* r) { accumulate_pv(values, kv, r, 1); },
+        "attn_row_last");
+  }
+
+  // Rows [r, r + n) of O (n = 1 or 2): kOutputVectors / n vectors of D per row at a time
+  // in registers, over the block's kv keys.
+  void accumulate_pv(llvm::Value* values, llvm::Value* kv, llvm::Value* r, int64_t n) {
+    const int64_t chunk = kOutputVectors / n;
+    std::vector<llvm::Value*> row(n), alpha(n);
+    for (int64_t k = 0; k < n; ++k) {
+      row[k] = add(r, i64(k));
+      alpha[k] = splat(b_.CreateLoad(f32_, stat_at(row[k])));
+    }
+    for (int64_t c0 = 0; c0 < d_vectors_; c0 += chunk) {
+      int64_t m = std::min(chunk, d_vectors_ - c0);
+      Carried init;  // init[k * m + c]: row k, vector c0 + c
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t c = 0; c < m; ++c)
+          init.push_back(b_.CreateFMul(load(o_tile_at(row[k], c0 + c)), alpha[k]));
+      Carried acc = fe_.emit_loop(
+          i64(0), kv, init,
+          [&](llvm::Value* j, const Carried& o) {
+            llvm::Value* v_row = at(values, mul(j, i64(d_)));
+            std::vector<llvm::Value*> v(m);
+            for (int64_t c = 0; c < m; ++c) v[c] = load_row(v_row, c0 + c);
+            Carried next;
+            for (int64_t k = 0; k < n; ++k) {
+              llvm::Value* p =
+                  splat(b_.CreateLoad(f32_, at(s_, add(mul(j, i64(lanes_)), row[k]))));
+              for (int64_t c = 0; c < m; ++c) next.push_back(fma(p, v[c], o[k * m + c]));
+            }
+            return next;
+          },
+          "attn_pv");
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t c = 0; c < m; ++c) store(acc[k * m + c], o_tile_at(row[k], c0 + c));
+    }
   }
 
   // s[jl + i] = qt^T K[jl + i] (+ mask[jl + i]) for i < n, accumulated over D in registers.
@@ -281,7 +300,7 @@ class AttentionEmitter {
     return b_.CreateCall(fma_, {a, b, c});
   }
 
-  static constexpr int64_t kOutputVectors = 8;  // accumulators of one output row in P V
+  static constexpr int64_t kOutputVectors = 8;  // accumulators of P V (of one or two rows)
 
   FunctionEmitter& fe_;
   llvm::IRBuilder<>& b_;
