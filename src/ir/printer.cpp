@@ -155,6 +155,7 @@ void print(const Stmt& s, int indent, std::string& out) {
                          n->mask.defined() ? fmt::format("; {} at {}", n->mask.name(),
                                                          to_string(n->mask_offset))
                                            : "");
+      print(n->pack_q, indent + 1, out);
       break;
     }
     case StmtKind::MicroKernel: {

@@ -212,11 +212,15 @@ struct RowKernelNode : StmtNode {
 // keys, Q, K, V and O read at `qkv_offset` (the slice's first element, rows of head_dim),
 // the mask at `mask_offset` (its row for the slice's sequence). Schedule parameters as in
 // schedule/attention_schedule.h; query rows fill ceil(query_tile / vector_width) vectors.
+// `pack_q` packs the tile's rows of Q into `q_panel` (head_dim groups of the lanes, rows
+// past T zero): the kernel's Q^T, held on the kernel's stack.
 struct AttentionKernelNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::AttentionKernel;
   int64_t vector_width = 8, query_tile = 1, key_block = 1, unroll = 1, head_dim = 1;
   double scale = 1;
   Buffer q, k, v, mask, output;  // mask undefined when there is none
+  Buffer q_panel;
+  Stmt pack_q;  // a PackStage into q_panel
   Expr length, qkv_offset, mask_offset, row_begin, rows;
   AttentionKernelNode() : StmtNode(kKind) {}
 };

@@ -31,6 +31,24 @@ Stmt build_attention_loops(const ops::AttentionOp& a, const schedule::AttentionS
     k.mask_offset = a.mask.defined() ? (slice / Expr(a.heads)) * T : Expr(0);
     k.row_begin = tile * qt;
     k.rows = min(qt, T - tile * qt);
+    // Q^T of the tile: one zero-padded panel as wide as the tile's vectors of rows.
+    const int64_t lanes = s.row_vectors() * k.vector_width;
+    k.q_panel = Buffer("Q_tile", {Expr(lanes * a.head_dim)});
+    PackStageNode p;
+    p.panel = k.q_panel;
+    p.panel_offset = 0;
+    p.width = lanes;
+    p.source = a.q;
+    p.row = Var("qi");
+    p.k = Var("qd");
+    p.source_index = {slice, p.row, p.k};
+    p.row_begin = k.row_begin;
+    p.row_extent = k.rows;
+    p.row_limit = T;
+    p.k_begin = 0;
+    p.k_extent = Expr(a.head_dim);
+    p.k_contiguous = true;
+    k.pack_q = make_pack_stage(std::move(p));
     return make_attention_kernel(std::move(k));
   };
   Var slice("slice"), tile("tile");

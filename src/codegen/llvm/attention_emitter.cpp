@@ -7,14 +7,15 @@
 // vectors, updated without horizontal reductions. Everything a tile keeps lives in
 // stack buffers that stay in L1:
 //
-//   qt     D x lanes       scale * Q^T of the tile (lanes past the tile's rows are zero)
+//   qt     D x lanes       Q^T of the tile (lanes past T are zero), packed by the node's
+//                          transposing pack stage (pack_emitter.cpp)
 //   s      key_block x lanes   the block's scores, then its probabilities P
 //   o      lanes x D'      the unnormalized output rows (D' = D rounded up to W)
 //   stat   3 x lanes       alpha, m and l per row (at the end 1 / l in place of alpha);
 //                          kept in memory so that registers go to the inner loops
 //
 // Scores accumulate `unroll` keys x the row vectors in registers over D (a broadcast of
-// K[j, d] times a row of qt); P V accumulates one output row at a time, up to 8 vectors
+// K[j, d] times a row of qt), then are scaled; P V accumulates one output row at a time, up to 8 vectors
 // of D in registers, over the block's keys. Keys past T are never touched (blocks are
 // cut at T), rows past the tile's valid rows are never stored, and the last vector of a
 // row of V or O is masked when W does not divide D. A block whose keys are all masked
@@ -26,6 +27,8 @@
 
 #include "codegen/llvm/activation.h"
 #include "codegen/llvm/codegen_llvm.h"
+#include "lower/insert_packing.h"
+#include "support/error.h"
 
 namespace dietcode::codegen {
 
@@ -65,7 +68,11 @@ class AttentionEmitter {
     o_tile_ = fe_.entry_alloca(f32_, uint64_t(lanes_ * d_vectors_ * w_), 64);
     stat_ = fe_.entry_alloca(f32_, uint64_t(3 * lanes_), 64);
 
-    transpose_q();
+    fe_.bind_buffer(k_.q_panel, qt_);
+    DC_INTERNAL_CHECK(lower::packs_by_transposing(*k_.pack_q.as<PackStageNode>()),
+                      "attention: Q's pack must be a transposing pack");
+    fe_.emit(k_.pack_q);
+    fe_.unbind_buffer(k_.q_panel);
     // Only the tile's valid rows of O are ever read.
     b_.CreateMemSet(o_tile_, b_.getInt8(0), mul(rows_, i64(d_vectors_ * w_ * 4)),
                     llvm::MaybeAlign(64));
@@ -98,33 +105,6 @@ class AttentionEmitter {
   }
 
  private:
-  // qt[d][r] = scale * Q[row r of the tile, d], 0 for lanes past the tile's rows (their
-  // scores stay finite and are never stored).
-  void transpose_q() {
-    llvm::Function* f = fe_.function();
-    llvm::BasicBlock* partial = llvm::BasicBlock::Create(b_.getContext(), "attn_partial", f);
-    llvm::BasicBlock* copy = llvm::BasicBlock::Create(b_.getContext(), "attn_copy", f);
-    b_.CreateCondBr(b_.CreateICmpSLT(rows_, i64(lanes_)), partial, copy);
-    b_.SetInsertPoint(partial);
-    b_.CreateMemSet(qt_, b_.getInt8(0), uint64_t(d_ * lanes_ * 4), llvm::MaybeAlign(64));
-    b_.CreateBr(copy);
-    b_.SetInsertPoint(copy);
-    fe_.emit_loop(
-        i64(0), rows_,
-        [&](llvm::Value* r) {
-          llvm::Value* src = at(q_, mul(r, i64(d_)));
-          fe_.emit_loop(
-              i64(0), i64(d_),
-              [&](llvm::Value* d) {
-                llvm::Value* x = b_.CreateFMul(b_.CreateLoad(f32_, at(src, d)),
-                                               llvm::ConstantFP::get(f32_, k_.scale));
-                b_.CreateStore(x, at(qt_, add(mul(d, i64(lanes_)), r)));
-              },
-              "attn_qt_d");
-        },
-        "attn_qt");
-  }
-
   // One online-softmax step over keys [block * key_block, + kv), kv = min(key_block, T - j0).
   void key_block(llvm::Value* block, const std::vector<llvm::Value*>& m,
                  const std::vector<llvm::Value*>& l) {
@@ -253,7 +233,7 @@ class AttentionEmitter {
       llvm::Value* key = add(jl, i64(i));
       llvm::Value* bias = mask ? splat(b_.CreateLoad(f32_, at(mask, key))) : nullptr;
       for (int64_t v = 0; v < row_vectors_; ++v) {
-        llvm::Value* s = acc[i * row_vectors_ + v];
+        llvm::Value* s = b_.CreateFMul(acc[i * row_vectors_ + v], fconst(k_.scale));
         if (bias) s = b_.CreateFAdd(s, bias);
         store(s, s_at(key, v));
       }

@@ -45,6 +45,9 @@ class FunctionEmitter {
   void bind_var(const ir::Var& var, llvm::Value* value) { vars_[var.get()] = value; }
   void unbind_var(const ir::Var& var) { vars_.erase(var.get()); }
   llvm::Value* buffer(const ir::Buffer& buf);
+  // Gives a scratch buffer (a stack array, say) its address until unbind_buffer.
+  void bind_buffer(const ir::Buffer& buf, llvm::Value* ptr) { buffers_[buf.get()] = ptr; }
+  void unbind_buffer(const ir::Buffer& buf) { buffers_.erase(buf.get()); }
   llvm::Value* element_ptr(const ir::Buffer& buf, llvm::Value* flat_index);
   // An alloca in the function's entry block (so it is allocated once per call).
   llvm::Value* entry_alloca(llvm::Type* type, uint64_t count, uint64_t align);
