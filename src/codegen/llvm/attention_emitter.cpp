@@ -23,6 +23,7 @@
 // -inf - (-inf) NaN appears.
 #include <llvm/IR/Intrinsics.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "codegen/llvm/activation.h"
@@ -206,34 +207,49 @@ class AttentionEmitter {
     }
   }
 
-  // s[jl + i] = qt^T K[jl + i] (+ mask[jl + i]) for i < n, accumulated over D in registers.
+  // s[jl + i] = scale * qt^T K[jl + i] (+ mask[jl + i]) for i < n, accumulated over D in
+  // registers. Few keys and row vectors would make one chain of dependent FMAs (the
+  // remainder keys, T = 1): D is then split into `split` interleaved partial sums.
   void scores(llvm::Value* keys, llvm::Value* mask, llvm::Value* jl, int64_t n) {
-    // acc[i * row_vectors + v]: key jl + i, row vector v.
+    const int64_t chains = n * row_vectors_;
+    const int64_t split = std::clamp<int64_t>(kMinChains / chains, 1, 4);
     std::vector<llvm::Value*> key_rows;
     for (int64_t i = 0; i < n; ++i) key_rows.push_back(at(keys, mul(add(jl, i64(i)), i64(d_))));
-    Carried init;
-    for (int64_t i = 0; i < n; ++i)
-      for (llvm::Value* z : constants(0.0)) init.push_back(z);
+    // sums[(p * n + i) * row_vectors + v]: partial sum p, key jl + i, row vector v.
+    auto step = [&](llvm::Value* d, const Carried& sums, int64_t p) {
+      Carried next = sums;
+      std::vector<llvm::Value*> q(row_vectors_);
+      for (int64_t v = 0; v < row_vectors_; ++v)
+        q[v] = load(at(qt_, add(mul(d, i64(lanes_)), i64(v * w_))));
+      for (int64_t i = 0; i < n; ++i) {
+        llvm::Value* x = splat(b_.CreateLoad(f32_, at(key_rows[i], d)));
+        for (int64_t v = 0; v < row_vectors_; ++v) {
+          size_t at_sum = size_t((p * n + i) * row_vectors_ + v);
+          next[at_sum] = fma(x, q[v], sums[at_sum]);
+        }
+      }
+      return next;
+    };
     Carried acc = fe_.emit_loop(
-        i64(0), i64(d_), init,
+        i64(0), i64(d_ / split), Carried(size_t(split * chains), fconst(0.0)),
         [&](llvm::Value* d, const Carried& sums) {
-          std::vector<llvm::Value*> q(row_vectors_);
-          for (int64_t v = 0; v < row_vectors_; ++v)
-            q[v] = load(at(qt_, add(mul(d, i64(lanes_)), i64(v * w_))));
-          Carried next;
-          for (int64_t i = 0; i < n; ++i) {
-            llvm::Value* x = splat(b_.CreateLoad(f32_, at(key_rows[i], d)));
-            for (int64_t v = 0; v < row_vectors_; ++v)
-              next.push_back(fma(x, q[v], sums[i * row_vectors_ + v]));
-          }
+          Carried next = sums;
+          for (int64_t p = 0; p < split; ++p) next = step(add(mul(d, i64(split)), i64(p)), next, p);
           return next;
         },
         "attn_dot");
+    if (d_ % split != 0)
+      acc = fe_.emit_loop(
+          i64(d_ / split * split), i64(d_), acc,
+          [&](llvm::Value* d, const Carried& sums) { return step(d, sums, 0); }, "attn_dot_rest");
     for (int64_t i = 0; i < n; ++i) {
       llvm::Value* key = add(jl, i64(i));
       llvm::Value* bias = mask ? splat(b_.CreateLoad(f32_, at(mask, key))) : nullptr;
       for (int64_t v = 0; v < row_vectors_; ++v) {
-        llvm::Value* s = b_.CreateFMul(acc[i * row_vectors_ + v], fconst(k_.scale));
+        llvm::Value* s = acc[size_t(i * row_vectors_ + v)];
+        for (int64_t p = 1; p < split; ++p)
+          s = b_.CreateFAdd(s, acc[size_t((p * n + i) * row_vectors_ + v)]);
+        s = b_.CreateFMul(s, fconst(k_.scale));
         if (bias) s = b_.CreateFAdd(s, bias);
         store(s, s_at(key, v));
       }
@@ -281,6 +297,7 @@ class AttentionEmitter {
   }
 
   static constexpr int64_t kOutputVectors = 8;  // accumulators of P V (of one or two rows)
+  static constexpr int64_t kMinChains = 8;      // independent FMA chains that hide latency
 
   FunctionEmitter& fe_;
   llvm::IRBuilder<>& b_;
