@@ -161,9 +161,9 @@ int main(int argc, char** argv) {
               1e3 * (compile[4] + compile[5]) / 2, 1e3 * compile.front(), 1e3 * compile.back());
 
   std::vector<schedule::AttentionSchedule> grid;
-  for (int64_t tile : {8, 16, 24})
-    for (int64_t block : {16, 32, 64})
-      for (int64_t unroll : {2, 4}) {
+  for (int64_t tile : {8, 16, 24, 32})
+    for (int64_t block : {16, 32, 64, 128})
+      for (int64_t unroll : {2, 4, 8}) {
         schedule::AttentionSchedule s = base;
         s.query_tile = tile;
         s.key_block = block;
