@@ -73,8 +73,8 @@ std::function<void()> onednn_composition(dnnl::engine& eng, dnnl::stream& s, Buf
   dnnl::primitive_attr attr;
   attr.set_output_scales(0, {scale});
   dnnl::matmul::primitive_desc qk_pd(dnnl::matmul::desc(q_md, kt_md, s_md), attr, eng);
-  dnnl::softmax_forward::desc sm_d(dnnl::prop_kind::forward_inference,
-                                   md({kHeads * t, t}, tag::ab), 1);
+  dnnl::softmax_forward::desc sm_d(dnnl::prop_kind::forward_inference, md({kHeads * t, t}, tag::ab),
+                                   1);
   dnnl::softmax_forward::primitive_desc sm_pd(sm_d, eng);
   dnnl::matmul::primitive_desc sv_pd(dnnl::matmul::desc(s_md, q_md, q_md), eng);
   auto qk = std::make_shared<dnnl::matmul>(qk_pd);
@@ -102,7 +102,8 @@ std::function<void()> openblas_composition(dnnl::engine& eng, dnnl::stream& s, B
   const float scale = 1.0f / std::sqrt(float(kHeadDim));
   memory::desc rows_md = md({kHeads * t, t}, memory::format_tag::ab);
   dnnl::softmax_forward::desc sm_d(dnnl::prop_kind::forward_inference, rows_md, 1);
-  auto sm = std::make_shared<dnnl::softmax_forward>(dnnl::softmax_forward::primitive_desc(sm_d, eng));
+  auto sm =
+      std::make_shared<dnnl::softmax_forward>(dnnl::softmax_forward::primitive_desc(sm_d, eng));
   memory rows(rows_md, eng, b.scores.data());
   auto sm_args = std::make_shared<std::unordered_map<int, memory>>(
       std::unordered_map<int, memory>{{DNNL_ARG_SRC, rows}, {DNNL_ARG_DST, rows}});
@@ -126,7 +127,8 @@ double sampled_error(const te::Operator& op, const Buffers& b, int64_t t) {
   for (int64_t h : {int64_t(0), kHeads - 1})
     for (int64_t i : {int64_t(0), t / 2, t - 1})
       for (int64_t d = 0; d < kHeadDim; ++d) at.push_back((h * t + i) * kHeadDim + d);
-  std::vector<double> want = reference::evaluate_at(op, {t}, {b.q.data(), b.k.data(), b.v.data()}, at);
+  std::vector<double> want =
+      reference::evaluate_at(op, {t}, {b.q.data(), b.k.data(), b.v.data()}, at);
   double diff = 0, norm = 0;
   for (size_t e = 0; e < at.size(); ++e) {
     if (!std::isfinite(b.out[at[e]])) return INFINITY;
@@ -148,17 +150,20 @@ int main(int argc, char** argv) {
   const schedule::Isa isa = codegen::host_target().isa;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream strm(eng);
-  te::Operator op = ops::attention(1, 512, kHeads, ops::attention_shapes(1, kHeads, kHeadDim, false));
+  te::Operator op =
+      ops::attention(1, 512, kHeads, ops::attention_shapes(1, kHeads, kHeadDim, false));
 
   // JIT compile time of one fused kernel (lower + LLVM + machine code), median of 10.
   schedule::AttentionSchedule base;
   base.isa = isa;
   base.parallel = schedule::AttentionParallel::None;
   std::vector<double> compile;
-  for (int i = 0; i < 10; ++i) compile.push_back(runtime::Kernel::compile(op, base).compile_seconds());
+  for (int i = 0; i < 10; ++i)
+    compile.push_back(runtime::Kernel::compile(op, base).compile_seconds());
   std::sort(compile.begin(), compile.end());
-  std::printf("JIT compile of one fused attention kernel: median %.1f ms (min %.1f, max %.1f) over 10\n\n",
-              1e3 * (compile[4] + compile[5]) / 2, 1e3 * compile.front(), 1e3 * compile.back());
+  std::printf(
+      "JIT compile of one fused attention kernel: median %.1f ms (min %.1f, max %.1f) over 10\n\n",
+      1e3 * (compile[4] + compile[5]) / 2, 1e3 * compile.front(), 1e3 * compile.back());
 
   std::vector<schedule::AttentionSchedule> grid;
   for (int64_t tile : {8, 16, 24, 32})
@@ -178,10 +183,11 @@ int main(int argc, char** argv) {
   std::vector<runtime::Kernel> kernels;
   for (const auto& s : grid) kernels.push_back(runtime::Kernel::compile(op, s));
 
-  std::printf("attention, %lld heads of %lld, batch 1, no mask, one thread; times in microseconds;\n"
-              "ratio = composition / fused (composition: the faster of oneDNN matmul + softmax + "
-              "matmul and OpenBLAS sgemm per head + oneDNN softmax + sgemm per head)\n\n",
-              (long long)kHeads, (long long)kHeadDim);
+  std::printf(
+      "attention, %lld heads of %lld, batch 1, no mask, one thread; times in microseconds;\n"
+      "ratio = composition / fused (composition: the faster of oneDNN matmul + softmax + "
+      "matmul and OpenBLAS sgemm per head + oneDNN softmax + sgemm per head)\n\n",
+      (long long)kHeads, (long long)kHeadDim);
   std::printf("%5s %10s %10s %10s %7s %9s %9s  %s\n", "T", "fused", "oneDNN", "OpenBLAS", "ratio",
               "err ours", "err comp", "best schedule");
   std::mt19937_64 rng(1);
@@ -226,6 +232,7 @@ int main(int argc, char** argv) {
                 comp[0] * 1e6, comp[1] * 1e6, composition / best, err_ours, comp_err,
                 to_json_text(grid[best_i]).c_str());
   }
-  std::printf("\ngeomean ratio (composition / fused): %.2f\n", std::exp(log_sum / double(ts.size())));
+  std::printf("\ngeomean ratio (composition / fused): %.2f\n",
+              std::exp(log_sum / double(ts.size())));
   return 0;
 }

@@ -56,7 +56,6 @@ LoweredKernel lower(const schedule::BoundRowSchedule& bound, const PassLogger& l
 //   reference_loops        the unscheduled program (printed for reading only)
 //   build_attention_loops  slices, query tiles (parallel per the schedule), the kernel
 //   simplify               index arithmetic
-LoweredKernel lower(const schedule::BoundAttentionSchedule& bound,
-                    const PassLogger& log = nullptr);
+LoweredKernel lower(const schedule::BoundAttentionSchedule& bound, const PassLogger& log = nullptr);
 
 }  // namespace dietcode::lower

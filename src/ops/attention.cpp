@@ -99,10 +99,9 @@ te::Operator attention(int64_t t_min, int64_t t_max, int64_t heads, const Attent
     if (masked) e = e + ir::load(mask.tensor, {b / Expr(heads), j});
     return e;
   };
-  te::ComputeOp scores = te::compute("scores", {BH, T, T}, {"b", "i", "j"},
-                                     [&](const std::vector<Var>& ax) {
-                                       return score(ax[0], ax[1], ax[2]);
-                                     });
+  te::ComputeOp scores =
+      te::compute("scores", {BH, T, T}, {"b", "i", "j"},
+                  [&](const std::vector<Var>& ax) { return score(ax[0], ax[1], ax[2]); });
   auto s_at = [&](const Expr& b, const Expr& i, const Expr& j) {
     return ir::load(scores.output, {b, i, j});
   };
@@ -113,16 +112,16 @@ te::Operator attention(int64_t t_min, int64_t t_max, int64_t heads, const Attent
   auto p = [&](const Expr& b, const Expr& i, const Expr& j) {
     return ir::call(ir::CallOp::Exp, {s_at(b, i, j) - ir::load(mx.output, {b, i})});
   };
-  te::ComputeOp inv = te::row_stage("inv_sum", {BH, T}, {"b", "i"}, [&](const std::vector<Var>& ax) {
-    Var j("j");
-    return ir::make_float(1.0) / ir::reduce_sum(j, T, p(ax[0], ax[1], j));
-  });
-  te::ComputeOp o =
-      te::compute("O", {BH, T, D}, {"b", "i", "d"}, [&](const std::vector<Var>& ax) {
+  te::ComputeOp inv =
+      te::row_stage("inv_sum", {BH, T}, {"b", "i"}, [&](const std::vector<Var>& ax) {
         Var j("j");
-        return ir::reduce_sum(j, T, p(ax[0], ax[1], j) * ir::load(v.tensor, {ax[0], j, ax[2]})) *
-               ir::load(inv.output, {ax[0], ax[1]});
+        return ir::make_float(1.0) / ir::reduce_sum(j, T, p(ax[0], ax[1], j));
       });
+  te::ComputeOp o = te::compute("O", {BH, T, D}, {"b", "i", "d"}, [&](const std::vector<Var>& ax) {
+    Var j("j");
+    return ir::reduce_sum(j, T, p(ax[0], ax[1], j) * ir::load(v.tensor, {ax[0], j, ax[2]})) *
+           ir::load(inv.output, {ax[0], ax[1]});
+  });
   std::vector<te::Input> inputs{q, k, v};
   if (masked) inputs.push_back(mask);
   return te::Operator{"attention", {t}, std::move(inputs), o, {scores, mx, inv}};
@@ -130,12 +129,12 @@ te::Operator attention(int64_t t_min, int64_t t_max, int64_t heads, const Attent
 
 AttentionOp match_attention(const te::Operator& op) {
   auto refuse = [&](const std::string& why) -> AttentionOp {
-    user_error("operator {}: not attention in the form ops::attention declares ({})", op.name,
-               why);
+    user_error("operator {}: not attention in the form ops::attention declares ({})", op.name, why);
   };
   if (op.name != "attention") return refuse("its name is not 'attention'");
   if (op.shape_vars.size() != 1) return refuse("expected one shape variable, T");
-  if (op.inputs.size() != 3 && op.inputs.size() != 4) return refuse("expected inputs Q, K, V[, mask]");
+  if (op.inputs.size() != 3 && op.inputs.size() != 4)
+    return refuse("expected inputs Q, K, V[, mask]");
   if (op.stages.size() != 3) return refuse("expected the stages scores, row_max, inv_sum");
   const ir::Buffer& qb = op.inputs[0].tensor;
   if (qb.rank() != 3) return refuse("Q is not of rank 3");
@@ -160,8 +159,8 @@ AttentionOp match_attention(const te::Operator& op) {
   a.scale = scale->value;
   const te::ShapeVar& t = op.shape_vars[0];
   te::Operator canonical =
-      attention(t.min, t.max, a.heads, attention_shapes(a.slices / a.heads, a.heads, a.head_dim, masked),
-                a.scale);
+      attention(t.min, t.max, a.heads,
+                attention_shapes(a.slices / a.heads, a.heads, a.head_dim, masked), a.scale);
   if (canonical.describe() != op.describe()) return refuse("its definition differs");
   a.t = t.var;
   a.q = op.inputs[0].tensor;

@@ -50,7 +50,7 @@ struct AttentionOp {
   int64_t heads = 1;     // per sequence (1 when there is no mask: nothing depends on it)
   int64_t head_dim = 1;  // D
   double scale = 1;
-  ir::Var t;  // the sequence length
+  ir::Var t;                         // the sequence length
   ir::Buffer q, k, v, mask, output;  // mask undefined when there is none
 };
 

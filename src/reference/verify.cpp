@@ -43,7 +43,9 @@ VerifyResult verify_kernels(const te::Operator& op, const std::vector<int64_t>& 
                            schedule::to_json_text(s));
   };
   const char* kind = attention ? "fused attention" : row_op ? "a row operator" : "a contraction";
-  const char* expected = attention ? "an attention schedule" : row_op ? "a row schedule" : "a micro-kernel";
+  const char* expected = attention ? "an attention schedule"
+                         : row_op  ? "a row schedule"
+                                   : "a micro-kernel";
   if ((o.schedule && (row_op || attention)) || (o.row_schedule && !row_op) ||
       (o.attention_schedule && !attention))
     user_error("operator {} is {}; --schedule expects {}", op.name, kind, expected);

@@ -38,9 +38,12 @@ int64_t AttentionSchedule::row_vectors() const {
 }
 
 json to_json(const AttentionSchedule& s) {
-  return json{{"kind", "attention"},         {"target", to_string(s.target)},
-              {"isa", to_string(s.isa)},     {"query_tile", s.query_tile},
-              {"key_block", s.key_block},    {"unroll", s.unroll},
+  return json{{"kind", "attention"},
+              {"target", to_string(s.target)},
+              {"isa", to_string(s.isa)},
+              {"query_tile", s.query_tile},
+              {"key_block", s.key_block},
+              {"unroll", s.unroll},
               {"parallel", to_string(s.parallel)}};
 }
 

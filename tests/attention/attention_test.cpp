@@ -26,7 +26,7 @@ using namespace dietcode;
 
 namespace {
 
-const std::vector<int64_t> kLengths{1,  2,  3,  7,  8,   9,   13,  16,  17, 31,
+const std::vector<int64_t> kLengths{1,  2,  3,  7,   8,   9,   13,  16,  17, 31,
                                     63, 64, 65, 100, 127, 128, 129, 200, 512};
 constexpr double kTolerance = 2e-6;
 
@@ -57,8 +57,8 @@ Case make_case(const te::Operator& op, int64_t t, std::mt19937_64& rng, const Fi
     c.inputs.emplace_back(sizes[i]);
     bool mask = i == 3;
     for (int64_t e = 0; e < sizes[i]; ++e)
-      c.inputs.back()[e] = mask ? (mask_fill ? mask_fill(e / t, e % t, t) : -3.0f * std::abs(fill(rng)))
-                                : fill(rng);
+      c.inputs.back()[e] =
+          mask ? (mask_fill ? mask_fill(e / t, e % t, t) : -3.0f * std::abs(fill(rng))) : fill(rng);
     pointers.push_back(c.inputs.back().data());
   }
   c.expected = reference::evaluate(op, {t}, pointers);
@@ -121,7 +121,8 @@ TEST(Attention, PaddingMaskMatchesFloat64) {
                                             : -std::numeric_limits<float>::infinity();
     });
     for (const auto& [s, k] : kernels)
-      EXPECT_LE(run_case(k, c), kTolerance) << "T=" << t << " len0=" << len0 << " " << to_json_text(s);
+      EXPECT_LE(run_case(k, c), kTolerance)
+          << "T=" << t << " len0=" << len0 << " " << to_json_text(s);
   }
 }
 
@@ -143,7 +144,8 @@ TEST(Attention, MaskLeavingOneKeySelectsItsValues) {
           ASSERT_EQ(c.expected[(t + i) * 64 + d], double(v[(t + keep1) * 64 + d]));
         }
       for (const auto& [s, k] : kernels)
-        EXPECT_LE(run_case(k, c), 1e-7) << "T=" << t << " hidden=" << hidden << " " << to_json_text(s);
+        EXPECT_LE(run_case(k, c), 1e-7)
+            << "T=" << t << " hidden=" << hidden << " " << to_json_text(s);
     }
   }
 }
@@ -153,8 +155,9 @@ TEST(Attention, LargeScoresStayStable) {
   // maximum is subtracted. The tolerance is the problem's own conditioning, not the
   // kernel's: a float score near 1e3 is rounded by ~6e-5, which exp turns into a relative
   // change of the probabilities of that size (every schedule measures the same 1.7e-5).
-  check_lengths(ops::attention(1, 128, 2, ops::attention_shapes(1, 2, 64, false)), 4,
-                [](std::mt19937_64& rng) { return 40.0f * normal(rng); }, 1e-4);
+  check_lengths(
+      ops::attention(1, 128, 2, ops::attention_shapes(1, 2, 64, false)), 4,
+      [](std::mt19937_64& rng) { return 40.0f * normal(rng); }, 1e-4);
 }
 
 TEST(Attention, HeadSizesTheVectorWidthDoesNotDivide) {
@@ -176,8 +179,8 @@ TEST(Attention, ParallelSchedulesOnSeveralThreads) {
   pool.set_num_threads(4);
   te::Operator op = ops::attention(1, 128, 12, ops::attention_shapes(1, 12, 64, true));
   std::mt19937_64 rng(6);
-  for (auto parallel : {schedule::AttentionParallel::Heads,
-                        schedule::AttentionParallel::HeadsAndQueryTiles}) {
+  for (auto parallel :
+       {schedule::AttentionParallel::Heads, schedule::AttentionParallel::HeadsAndQueryTiles}) {
     schedule::AttentionSchedule s = schedule::random_attention_schedule(rng, host_isa());
     s.parallel = parallel;
     runtime::Kernel k = runtime::Kernel::compile(op, s);
@@ -196,8 +199,8 @@ TEST(Attention, KernelNeverStoresTheScores) {
   schedule::AttentionSchedule s;
   s.isa = host_isa();
   s.parallel = schedule::AttentionParallel::HeadsAndQueryTiles;
-  runtime::Kernel k =
-      runtime::Kernel::compile(ops::attention(1, 128, 12, ops::attention_shapes(1, 12, 64, false)), s);
+  runtime::Kernel k = runtime::Kernel::compile(
+      ops::attention(1, 128, 12, ops::attention_shapes(1, 12, 64, false)), s);
   EXPECT_TRUE(k.is_attention_kernel());
   EXPECT_EQ(k.attention_schedule(), s);
   std::string ir = k.loop_ir();
@@ -287,15 +290,16 @@ TEST(Attention, BadInputIsRefusedClearly) {
   s.isa = host_isa();
   runtime::Kernel k = runtime::Kernel::compile(op, s);
   std::vector<float> q(2 * 5 * 8), m(5), out(2 * 5 * 8), short_mask(4);
-  EXPECT_USER_ERROR(k.run({0}, {{q.data(), 0}, {q.data(), 0}, {q.data(), 0}, {m.data(), 0}},
-                          {out.data(), 0}),
-                    "T = 0 is not a valid extent");
-  EXPECT_USER_ERROR(k.run({5}, {{q.data(), 80}, {q.data(), 80}, {q.data(), 80}, {short_mask.data(), 4}},
-                          {out.data(), 80}),
-                    "buffer mask has 4 elements, expected 5");
-  EXPECT_USER_ERROR(k.run({5}, {{q.data(), 80}, {q.data(), 72}, {q.data(), 80}, {m.data(), 5}},
-                          {out.data(), 80}),
-                    "buffer K has 72 elements, expected 80");
+  EXPECT_USER_ERROR(
+      k.run({0}, {{q.data(), 0}, {q.data(), 0}, {q.data(), 0}, {m.data(), 0}}, {out.data(), 0}),
+      "T = 0 is not a valid extent");
+  EXPECT_USER_ERROR(
+      k.run({5}, {{q.data(), 80}, {q.data(), 80}, {q.data(), 80}, {short_mask.data(), 4}},
+            {out.data(), 80}),
+      "buffer mask has 4 elements, expected 5");
+  EXPECT_USER_ERROR(
+      k.run({5}, {{q.data(), 80}, {q.data(), 72}, {q.data(), 80}, {m.data(), 5}}, {out.data(), 80}),
+      "buffer K has 72 elements, expected 80");
 
   // Schedules meet operators of their own kind only.
   EXPECT_USER_ERROR(runtime::Kernel::compile(ops::softmax(1, 8, {ops::kM, 8}), s),

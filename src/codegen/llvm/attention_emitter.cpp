@@ -15,12 +15,11 @@
 //                          kept in memory so that registers go to the inner loops
 //
 // Scores accumulate `unroll` keys x the row vectors in registers over D (a broadcast of
-// K[j, d] times a row of qt), then are scaled; P V accumulates one output row at a time, up to 8 vectors
-// of D in registers, over the block's keys. Keys past T are never touched (blocks are
-// cut at T), rows past the tile's valid rows are never stored, and the last vector of a
-// row of V or O is masked when W does not divide D. A block whose keys are all masked
-// with -inf leaves m at -inf; exponents are then taken against 0, not -inf, so no
-// -inf - (-inf) NaN appears.
+// K[j, d] times a row of qt), then are scaled; P V accumulates one output row at a time, up to 8
+// vectors of D in registers, over the block's keys. Keys past T are never touched (blocks are cut
+// at T), rows past the tile's valid rows are never stored, and the last vector of a row of V or O
+// is masked when W does not divide D. A block whose keys are all masked with -inf leaves m at -inf;
+// exponents are then taken against 0, not -inf, so no -inf - (-inf) NaN appears.
 #include <llvm/IR/Intrinsics.h>
 
 #include <algorithm>
@@ -111,8 +110,8 @@ class AttentionEmitter {
                  const std::vector<llvm::Value*>& l) {
     llvm::Value* j0 = mul(block, i64(k_.key_block));
     llvm::Value* rest = b_.CreateSub(length_, j0);
-    llvm::Value* kv = b_.CreateSelect(b_.CreateICmpSLT(rest, i64(k_.key_block)), rest,
-                                      i64(k_.key_block), "keys");
+    llvm::Value* kv =
+        b_.CreateSelect(b_.CreateICmpSLT(rest, i64(k_.key_block)), rest, i64(k_.key_block), "keys");
     llvm::Value* keys = at(k_base_, mul(j0, i64(d_)));
     llvm::Value* values = at(v_base_, mul(j0, i64(d_)));
     llvm::Value* mask = mask_ ? at(mask_, j0) : nullptr;
@@ -195,8 +194,7 @@ class AttentionEmitter {
             for (int64_t c = 0; c < m; ++c) v[c] = load_row(v_row, c0 + c);
             Carried next;
             for (int64_t k = 0; k < n; ++k) {
-              llvm::Value* p =
-                  splat(b_.CreateLoad(f32_, at(s_, add(mul(j, i64(lanes_)), row[k]))));
+              llvm::Value* p = splat(b_.CreateLoad(f32_, at(s_, add(mul(j, i64(lanes_)), row[k]))));
               for (int64_t c = 0; c < m; ++c) next.push_back(fma(p, v[c], o[k * m + c]));
             }
             return next;
@@ -267,8 +265,7 @@ class AttentionEmitter {
   llvm::Value* load_row(llvm::Value* row, int64_t c) {
     llvm::Value* ptr = at(row, i64(c * w_));
     if (llvm::Value* mask = column_mask(c))
-      return b_.CreateMaskedLoad(vt_, ptr, llvm::Align(4), mask,
-                                 llvm::Constant::getNullValue(vt_));
+      return b_.CreateMaskedLoad(vt_, ptr, llvm::Align(4), mask, llvm::Constant::getNullValue(vt_));
     return b_.CreateAlignedLoad(vt_, ptr, llvm::Align(4));
   }
 
