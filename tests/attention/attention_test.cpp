@@ -13,7 +13,9 @@
 #include <limits>
 #include <random>
 
+#include "codegen/llvm/jit.h"
 #include "codegen/llvm/target.h"
+#include "lower/pipeline.h"
 #include "ops/row_ops.h"
 #include "reference/reference.h"
 #include "runtime/kernel.h"
@@ -103,11 +105,11 @@ void check_lengths(const te::Operator& op, uint64_t seed, const Fill& fill = nor
 
 }  // namespace
 
-TEST(Attention, MatchesFloat64OverLengthsAndSchedules) {
+TEST(FusedAttention, MatchesFloat64OverLengthsAndSchedules) {
   check_lengths(ops::attention(1, 128, 3, ops::attention_shapes(1, 3, 64, false)), 1);
 }
 
-TEST(Attention, PaddingMaskMatchesFloat64) {
+TEST(FusedAttention, PaddingMaskMatchesFloat64) {
   // Two sequences of two heads; the mask hides the padded keys of each sequence (-inf)
   // and biases the rest.
   te::Operator op = ops::attention(1, 128, 2, ops::attention_shapes(2, 2, 64, true));
@@ -126,7 +128,7 @@ TEST(Attention, PaddingMaskMatchesFloat64) {
   }
 }
 
-TEST(Attention, MaskLeavingOneKeySelectsItsValues) {
+TEST(FusedAttention, MaskLeavingOneKeySelectsItsValues) {
   te::Operator op = ops::attention(1, 256, 1, ops::attention_shapes(2, 1, 64, true));
   std::mt19937_64 rng(3);
   auto kernels = random_kernels(op, 6, rng);
@@ -150,7 +152,7 @@ TEST(Attention, MaskLeavingOneKeySelectsItsValues) {
   }
 }
 
-TEST(Attention, LargeScoresStayStable) {
+TEST(FusedAttention, LargeScoresStayStable) {
   // Scores with a spread of about 1600: exp overflows (inf, then NaN) unless the running
   // maximum is subtracted. The tolerance is the problem's own conditioning, not the
   // kernel's: a float score near 1e3 is rounded by ~6e-5, which exp turns into a relative
@@ -160,7 +162,7 @@ TEST(Attention, LargeScoresStayStable) {
       [](std::mt19937_64& rng) { return 40.0f * normal(rng); }, 1e-4);
 }
 
-TEST(Attention, HeadSizesTheVectorWidthDoesNotDivide) {
+TEST(FusedAttention, HeadSizesTheVectorWidthDoesNotDivide) {
   std::mt19937_64 rng(5);
   for (int64_t d : {1, 3, 13, 72, 100}) {
     te::Operator op = ops::attention(1, 64, 2, ops::attention_shapes(1, 2, d, true));
@@ -173,7 +175,7 @@ TEST(Attention, HeadSizesTheVectorWidthDoesNotDivide) {
   }
 }
 
-TEST(Attention, ParallelSchedulesOnSeveralThreads) {
+TEST(FusedAttention, ParallelSchedulesOnSeveralThreads) {
   runtime::ThreadPool& pool = runtime::ThreadPool::global();
   int before = pool.num_threads();
   pool.set_num_threads(4);
@@ -193,7 +195,7 @@ TEST(Attention, ParallelSchedulesOnSeveralThreads) {
   pool.set_num_threads(before);
 }
 
-TEST(Attention, KernelNeverStoresTheScores) {
+TEST(FusedAttention, KernelNeverStoresTheScores) {
   // The loop IR after lowering has one attention kernel per query tile and no loop over
   // a T x T buffer; the kernel reports its kind.
   schedule::AttentionSchedule s;
@@ -210,7 +212,7 @@ TEST(Attention, KernelNeverStoresTheScores) {
   EXPECT_NE(lowered.find("parallel"), std::string::npos) << lowered;
 }
 
-TEST(Attention, ScheduleIsTypedData) {
+TEST(FusedAttention, ScheduleIsTypedData) {
   schedule::AttentionSchedule a;
   a.query_tile = 12;
   a.key_block = 17;
@@ -251,7 +253,7 @@ TEST(Attention, ScheduleIsTypedData) {
       schedule::validate(schedule::random_attention_schedule(rng, isa));
 }
 
-TEST(Attention, BadInputIsRefusedClearly) {
+TEST(FusedAttention, BadInputIsRefusedClearly) {
   using ops::kT;
   auto shapes = [](std::vector<int64_t> q, std::vector<int64_t> k, std::vector<int64_t> v,
                    std::vector<int64_t> mask = {}) {
@@ -307,4 +309,18 @@ TEST(Attention, BadInputIsRefusedClearly) {
   schedule::RowSchedule row;
   row.isa = host_isa();
   EXPECT_USER_ERROR(runtime::Kernel::compile(op, row), "not a row operator");
+}
+
+TEST(FusedAttention, Avx512CodeIsGeneratedOnAnyHost) {
+  // The AVX-512 kernel (16 lanes: query tiles of up to four vectors, Q^T packs 16 to 64
+  // wide) compiles to assembly with 512-bit FMAs on any host; running it needs one.
+  te::Operator op = ops::attention(1, 128, 2, ops::attention_shapes(1, 2, 72, true));
+  std::mt19937_64 rng(9);
+  for (int i = 0; i < 4; ++i) {
+    schedule::AttentionSchedule s = schedule::random_attention_schedule(rng, schedule::Isa::Avx512);
+    std::string text = codegen::assembly_text(lower::lower(schedule::bind(s, op)),
+                                              codegen::target_for_isa(schedule::Isa::Avx512));
+    EXPECT_NE(text.find("zmm"), std::string::npos) << to_json_text(s);
+    EXPECT_NE(text.find("vfmadd"), std::string::npos) << to_json_text(s);
+  }
 }
