@@ -10,7 +10,8 @@
 //   qt     D x lanes       Q^T of the tile (lanes past T are zero), packed by the node's
 //                          transposing pack stage (pack_emitter.cpp)
 //   s      key_block x lanes   the block's scores, then its probabilities P
-//   o      lanes x D'      the unnormalized output rows (D' = D rounded up to W)
+//   o      lanes x D'      the unnormalized output rows (D' = D rounded up to W), written
+//                          first by the first key block
 //   stat   3 x lanes       alpha, m and l per row (at the end 1 / l in place of alpha);
 //                          kept in memory so that registers go to the inner loops
 //
@@ -73,9 +74,6 @@ class AttentionEmitter {
                       "attention: Q's pack must be a transposing pack");
     fe_.emit(k_.pack_q);
     fe_.unbind_buffer(k_.q_panel);
-    // Only the tile's valid rows of O are ever read.
-    b_.CreateMemSet(o_tile_, b_.getInt8(0), mul(rows_, i64(d_vectors_ * w_ * 4)),
-                    llvm::MaybeAlign(64));
     std::vector<llvm::Value*> m, l;
     for (int64_t v = 0; v < row_vectors_; ++v) {
       m.push_back(stat_at(i64(lanes_ + v * w_)));
@@ -116,26 +114,22 @@ class AttentionEmitter {
     llvm::Value* values = at(v_base_, mul(j0, i64(d_)));
     llvm::Value* mask = mask_ ? at(mask_, j0) : nullptr;
 
+    // The scores and their maximum per row.
     const int64_t u = k_.unroll;
     llvm::Value* groups = b_.CreateUDiv(kv, i64(u));
-    fe_.emit_loop(
-        i64(0), groups, [&](llvm::Value* g) { scores(keys, mask, mul(g, i64(u)), u); },
+    Carried block_max = fe_.emit_loop(
+        i64(0), groups, constants(-INFINITY),
+        [&](llvm::Value* g, const Carried& mx) {
+          return scores(keys, mask, mul(g, i64(u)), u, mx);
+        },
         "attn_scores");
     if (u > 1)
-      fe_.emit_loop(
-          mul(groups, i64(u)), kv, [&](llvm::Value* j) { scores(keys, mask, j, 1); },
+      block_max = fe_.emit_loop(
+          mul(groups, i64(u)), kv, block_max,
+          [&](llvm::Value* j, const Carried& mx) { return scores(keys, mask, j, 1, mx); },
           "attn_scores_rest");
 
     // m' = max(m, block max); alpha = exp(m - m'), against 0 while m' is still -inf.
-    Carried block_max = fe_.emit_loop(
-        i64(0), kv, constants(-INFINITY),
-        [&](llvm::Value* j, const Carried& mx) {
-          Carried next;
-          for (int64_t v = 0; v < row_vectors_; ++v)
-            next.push_back(b_.CreateMaxNum(mx[v], load(s_at(j, v))));
-          return next;
-        },
-        "attn_max");
     std::vector<llvm::Value*> shift(row_vectors_), alpha(row_vectors_);
     for (int64_t v = 0; v < row_vectors_; ++v) {
       llvm::Value* old = load(m[v]);
@@ -160,20 +154,23 @@ class AttentionEmitter {
         "attn_exp");
     for (int64_t v = 0; v < row_vectors_; ++v) store(fma(load(l[v]), alpha[v], sum[v]), l[v]);
 
-    // O[r] = alpha[r] O[r] + sum_j P[j][r] V[j]: rows in pairs (each load of V feeds two
-    // rows), then the odd one.
+    // O[r] = alpha[r] O[r] + sum_j P[j][r] V[j] (O starts from 0 in the first block, which
+    // never reads the uninitialized tile): rows in pairs (each load of V feeds two rows),
+    // then the odd one.
+    llvm::Value* first = b_.CreateICmpEQ(block, i64(0));
     llvm::Value* pairs = b_.CreateUDiv(rows_, i64(2));
     fe_.emit_loop(
-        i64(0), pairs, [&](llvm::Value* i) { accumulate_pv(values, kv, mul(i, i64(2)), 2); },
+        i64(0), pairs, [&](llvm::Value* i) { accumulate_pv(values, kv, mul(i, i64(2)), 2, first); },
         "attn_row_pairs");
     fe_.emit_loop(
-        mul(pairs, i64(2)), rows_, [&](llvm::Value* r) { accumulate_pv(values, kv, r, 1); },
+        mul(pairs, i64(2)), rows_, [&](llvm::Value* r) { accumulate_pv(values, kv, r, 1, first); },
         "attn_row_last");
   }
 
   // Rows [r, r + n) of O (n = 1 or 2): kOutputVectors / n vectors of D per row at a time
   // in registers, over the block's kv keys.
-  void accumulate_pv(llvm::Value* values, llvm::Value* kv, llvm::Value* r, int64_t n) {
+  void accumulate_pv(llvm::Value* values, llvm::Value* kv, llvm::Value* r, int64_t n,
+                     llvm::Value* first) {
     const int64_t chunk = kOutputVectors / n;
     std::vector<llvm::Value*> row(n), alpha(n);
     for (int64_t k = 0; k < n; ++k) {
@@ -185,7 +182,8 @@ class AttentionEmitter {
       Carried init;  // init[k * m + c]: row k, vector c0 + c
       for (int64_t k = 0; k < n; ++k)
         for (int64_t c = 0; c < m; ++c)
-          init.push_back(b_.CreateFMul(load(o_tile_at(row[k], c0 + c)), alpha[k]));
+          init.push_back(b_.CreateSelect(first, fconst(0.0),
+                                         b_.CreateFMul(load(o_tile_at(row[k], c0 + c)), alpha[k])));
       Carried acc = fe_.emit_loop(
           i64(0), kv, init,
           [&](llvm::Value* j, const Carried& o) {
@@ -208,7 +206,9 @@ class AttentionEmitter {
   // s[jl + i] = scale * qt^T K[jl + i] (+ mask[jl + i]) for i < n, accumulated over D in
   // registers. Few keys and row vectors would make one chain of dependent FMAs (the
   // remainder keys, T = 1): D is then split into `split` interleaved partial sums.
-  void scores(llvm::Value* keys, llvm::Value* mask, llvm::Value* jl, int64_t n) {
+  // Returns `running_max` updated with these scores.
+  Carried scores(llvm::Value* keys, llvm::Value* mask, llvm::Value* jl, int64_t n,
+                 const Carried& running_max) {
     const int64_t chains = n * row_vectors_;
     const int64_t split = std::clamp<int64_t>(kMinChains / chains, 1, 4);
     std::vector<llvm::Value*> key_rows;
@@ -240,6 +240,7 @@ class AttentionEmitter {
       acc = fe_.emit_loop(
           i64(d_ / split * split), i64(d_), acc,
           [&](llvm::Value* d, const Carried& sums) { return step(d, sums, 0); }, "attn_dot_rest");
+    Carried max = running_max;
     for (int64_t i = 0; i < n; ++i) {
       llvm::Value* key = add(jl, i64(i));
       llvm::Value* bias = mask ? splat(b_.CreateLoad(f32_, at(mask, key))) : nullptr;
@@ -250,8 +251,10 @@ class AttentionEmitter {
         s = b_.CreateFMul(s, fconst(k_.scale));
         if (bias) s = b_.CreateFAdd(s, bias);
         store(s, s_at(key, v));
+        max[v] = b_.CreateMaxNum(max[v], s);
       }
     }
+    return max;
   }
 
   // Lanes of output vector c that lie inside D, or null when all do.
