@@ -16,11 +16,13 @@
 //                          kept in memory so that registers go to the inner loops
 //
 // Scores accumulate `unroll` keys x the row vectors in registers over D (a broadcast of
-// K[j, d] times a row of qt), then are scaled; P V accumulates one output row at a time, up to 8
-// vectors of D in registers, over the block's keys. Keys past T are never touched (blocks are cut
-// at T), rows past the tile's valid rows are never stored, and the last vector of a row of V or O
-// is masked when W does not divide D. A block whose keys are all masked with -inf leaves m at -inf;
-// exponents are then taken against 0, not -inf, so no -inf - (-inf) NaN appears.
+// K[j, d] times a row of qt), are scaled, stored and folded into the block's maximum as
+// they are made; P V accumulates two output rows at a time (then the odd one), 8 vectors
+// of D in registers, over the block's keys. Keys past T are never touched (blocks are cut
+// at T), rows past the tile's valid rows are never stored, and the last vector of a row
+// of V or O is masked when W does not divide D. A block whose keys are all masked with
+// -inf leaves m at -inf; exponents are then taken against 0, not -inf, so no
+// -inf - (-inf) NaN appears.
 #include <llvm/IR/Intrinsics.h>
 
 #include <algorithm>
@@ -59,7 +61,6 @@ class AttentionEmitter {
     rows_ = fe_.emit(k_.rows);
     llvm::Value* slice = fe_.emit(k_.qkv_offset);
     llvm::Value* tile = mul(fe_.emit(k_.row_begin), i64(d_));
-    q_ = fe_.element_ptr(k_.q, add(slice, tile));
     o_ = fe_.element_ptr(k_.output, add(slice, tile));
     k_base_ = fe_.element_ptr(k_.k, slice);
     v_base_ = fe_.element_ptr(k_.v, slice);
@@ -307,8 +308,7 @@ class AttentionEmitter {
   llvm::FixedVectorType* vt_;
   llvm::Function* fma_;
   llvm::Value *length_ = nullptr, *rows_ = nullptr;
-  llvm::Value *q_ = nullptr, *o_ = nullptr, *k_base_ = nullptr, *v_base_ = nullptr,
-              *mask_ = nullptr;
+  llvm::Value *o_ = nullptr, *k_base_ = nullptr, *v_base_ = nullptr, *mask_ = nullptr;
   llvm::Value *qt_ = nullptr, *s_ = nullptr, *o_tile_ = nullptr, *stat_ = nullptr;
 };
 
