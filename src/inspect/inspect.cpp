@@ -39,7 +39,7 @@ std::string module_summary(const runtime::ModuleSpec& spec, const std::string& p
 
 namespace {
 
-// The views of one lowering (a bound schedule of either kind).
+// The views of one lowering (a bound schedule of any kind).
 template <typename Bound>
 std::string lowered_text(const te::Operator& op, const Bound& bound,
                          const codegen::CpuTarget& target, const std::string& what) {
@@ -65,6 +65,11 @@ std::string schedule_text(const te::Operator& op, const schedule::MicroKernelSch
 }
 
 std::string schedule_text(const te::Operator& op, const schedule::RowSchedule& s,
+                          const codegen::CpuTarget& target, const std::string& what) {
+  return lowered_text(op, schedule::bind(s, op), target, what);
+}
+
+std::string schedule_text(const te::Operator& op, const schedule::AttentionSchedule& s,
                           const codegen::CpuTarget& target, const std::string& what) {
   return lowered_text(op, schedule::bind(s, op), target, what);
 }

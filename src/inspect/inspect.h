@@ -9,6 +9,7 @@
 
 #include "codegen/llvm/target.h"
 #include "runtime/module.h"
+#include "schedule/attention_schedule.h"
 #include "schedule/micro_kernel.h"
 #include "schedule/row_schedule.h"
 #include "te/tensor.h"
@@ -21,6 +22,9 @@ std::string schedule_text(const te::Operator& op, const schedule::MicroKernelSch
                           const codegen::CpuTarget& target, const std::string& what);
 // The same for a row operator under a row schedule.
 std::string schedule_text(const te::Operator& op, const schedule::RowSchedule& s,
+                          const codegen::CpuTarget& target, const std::string& what);
+// The same for fused attention under an attention schedule.
+std::string schedule_text(const te::Operator& op, const schedule::AttentionSchedule& s,
                           const codegen::CpuTarget& target, const std::string& what);
 
 // what: "summary" (operator, target, provenance, micro-kernels with the declared shapes

@@ -142,6 +142,21 @@ void print(const Stmt& s, int indent, std::string& out) {
                            n->output.name(), to_string(n->scale));
       break;
     }
+    case StmtKind::AttentionKernel: {
+      const auto* n = s.as<AttentionKernelNode>();
+      out += fmt::format(
+          "{}attention_kernel<{} lanes, query tile {}, key block {}, unroll {}>(rows [{}, {} + {}) "
+          "of {}, head size {}, scale {})\n",
+          pad, n->vector_width, n->query_tile, n->key_block, n->unroll, to_string(n->row_begin),
+          to_string(n->row_begin), to_string(n->rows), to_string(n->length), n->head_dim, n->scale);
+      out += fmt::format("{}  {}, {}, {}, {} at {}{}\n", pad, n->q.name(), n->k.name(), n->v.name(),
+                         n->output.name(), to_string(n->qkv_offset),
+                         n->mask.defined()
+                             ? fmt::format("; {} at {}", n->mask.name(), to_string(n->mask_offset))
+                             : "");
+      print(n->pack_q, indent + 1, out);
+      break;
+    }
     case StmtKind::MicroKernel: {
       const auto* n = s.as<MicroKernelNode>();
       out += fmt::format("{}micro_kernel<{}x{}, unroll {}>(k < {}, valid {} x {})\n", pad, n->mr,

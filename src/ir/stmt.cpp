@@ -87,6 +87,18 @@ Stmt make_row_kernel(RowKernelNode node) {
   return Stmt(std::make_shared<const RowKernelNode>(std::move(node)));
 }
 
+Stmt make_attention_kernel(AttentionKernelNode node) {
+  DC_INTERNAL_CHECK(node.vector_width > 0 && node.query_tile > 0 && node.key_block > 0 &&
+                        node.unroll > 0 && node.head_dim > 0,
+                    "attention kernel shape");
+  DC_INTERNAL_CHECK(node.q.defined() && node.k.defined() && node.v.defined() &&
+                        node.output.defined() && node.q_panel.defined(),
+                    "attention kernel buffers");
+  DC_INTERNAL_CHECK(node.pack_q.defined() && node.pack_q.as<PackStageNode>(),
+                    "attention kernel packs Q with a pack stage");
+  return Stmt(std::make_shared<const AttentionKernelNode>(std::move(node)));
+}
+
 std::vector<Stmt> stmt_children(const Stmt& s) {
   switch (s.kind()) {
     case StmtKind::For:
@@ -102,6 +114,8 @@ std::vector<Stmt> stmt_children(const Stmt& s) {
     }
     case StmtKind::Allocate:
       return {s.as<AllocateNode>()->body};
+    case StmtKind::AttentionKernel:
+      return {s.as<AttentionKernelNode>()->pack_q};
     default:
       return {};
   }
@@ -177,6 +191,13 @@ Stmt map_stmt(const Stmt& s, const std::function<Stmt(const Stmt&)>& f,
       RowKernelNode n = *s.as<RowKernelNode>();
       n.length = g(n.length);
       return make_row_kernel(std::move(n));
+    }
+    case StmtKind::AttentionKernel: {
+      AttentionKernelNode n = *s.as<AttentionKernelNode>();
+      for (Expr* e : {&n.length, &n.qkv_offset, &n.mask_offset, &n.row_begin, &n.rows})
+        if (e->defined()) *e = g(*e);
+      n.pack_q = f(n.pack_q);
+      return make_attention_kernel(std::move(n));
     }
   }
   internal_error(__FILE__, __LINE__, "unknown statement kind");

@@ -9,6 +9,8 @@
 //                code generation emits explicit vector code for it.
 //   RowKernel    one row of a row operator (reductions along the row, then the
 //                elementwise output); code generation emits vector code with masked tails.
+//   AttentionKernel  one query tile of one attention head (online softmax over key
+//                blocks); code generation emits it as vector code with stack buffers.
 #pragma once
 
 #include <functional>
@@ -28,7 +30,8 @@ namespace dietcode::ir {
   X(Allocate)            \
   X(PackStage)           \
   X(MicroKernel)         \
-  X(RowKernel)
+  X(RowKernel)           \
+  X(AttentionKernel)
 
 enum class StmtKind : uint8_t {
 #define DC_ENUM(name) name,
@@ -203,6 +206,25 @@ struct RowKernelNode : StmtNode {
   RowKernelNode() : StmtNode(kKind) {}
 };
 
+// One query tile of one (batch x head) slice of fused attention (ops/attention.h), the
+// variables naming slice and tile bound by enclosing loops: query rows
+// [row_begin, row_begin + rows) of O = softmax(scale Q K^T [+ mask]) V over all `length`
+// keys, Q, K, V and O read at `qkv_offset` (the slice's first element, rows of head_dim),
+// the mask at `mask_offset` (its row for the slice's sequence). Schedule parameters as in
+// schedule/attention_schedule.h; query rows fill ceil(query_tile / vector_width) vectors.
+// `pack_q` packs the tile's rows of Q into `q_panel` (head_dim groups of the lanes, rows
+// past T zero): the kernel's Q^T, held on the kernel's stack.
+struct AttentionKernelNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::AttentionKernel;
+  int64_t vector_width = 8, query_tile = 1, key_block = 1, unroll = 1, head_dim = 1;
+  double scale = 1;
+  Buffer q, k, v, mask, output;  // mask undefined when there is none
+  Buffer q_panel;
+  Stmt pack_q;  // a PackStage into q_panel
+  Expr length, qkv_offset, mask_offset, row_begin, rows;
+  AttentionKernelNode() : StmtNode(kKind) {}
+};
+
 // ---- constructors -----------------------------------------------------------
 
 Stmt make_for(Var var, Expr min, Expr extent, ForKind kind, Stmt body);
@@ -214,6 +236,7 @@ Stmt make_allocate(Buffer buffer, Stmt body);
 Stmt make_pack_stage(PackStageNode node);
 Stmt make_micro_kernel(MicroKernelNode node);
 Stmt make_row_kernel(RowKernelNode node);
+Stmt make_attention_kernel(AttentionKernelNode node);
 
 // ---- generic traversal (see visit.h for expressions) --------------------------
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "ir/stmt.h"
+#include "schedule/attention_schedule.h"
 #include "schedule/micro_kernel.h"
 #include "schedule/row_schedule.h"
 #include "te/tensor.h"
@@ -50,5 +51,11 @@ LoweredKernel lower(const schedule::BoundSchedule& bound, const PassLogger& log 
 //   build_row_loops   row tasks, rows, the row kernel
 //   simplify          index arithmetic
 LoweredKernel lower(const schedule::BoundRowSchedule& bound, const PassLogger& log = nullptr);
+
+// Lowers fused attention under its attention schedule (attention_loops.h):
+//   reference_loops        the unscheduled program (printed for reading only)
+//   build_attention_loops  slices, query tiles (parallel per the schedule), the kernel
+//   simplify               index arithmetic
+LoweredKernel lower(const schedule::BoundAttentionSchedule& bound, const PassLogger& log = nullptr);
 
 }  // namespace dietcode::lower

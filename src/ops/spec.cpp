@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "ops/attention.h"
 #include "ops/batch_matmul.h"
 #include "ops/dense.h"
 #include "ops/row_ops.h"
@@ -47,13 +48,22 @@ te::Operator OperatorSpec::build() const {
     if (op == "layer_norm") return layer_norm(m_min, m_max, n);
     return add_layer_norm(m_min, m_max, n);
   }
+  if (op == "attention") {
+    if (epilogue != "none") user_error("epilogue {}: attention takes no epilogue", epilogue);
+    if (!instances.empty())
+      user_error(
+          "operator attention: weighted instances are for tuning, which attention does not have "
+          "yet");
+    return attention(m_min, m_max, n, attention_shapes(batch, n, k, mask));
+  }
+  if (mask) user_error("operator {}: only attention takes a mask", op);
   if (op == "batch_matmul") {
     if (epilogue != "none") user_error("epilogue {}: batch_matmul takes no epilogue", epilogue);
     return batch_matmul({m_var}, batch, m_expr, n, k, parse_layout(layout));
   }
   user_error(
       "operator '{}': unknown; expected dense, batch_matmul, add, gelu, gelu_tanh, softmax, "
-      "layer_norm or add_layer_norm",
+      "layer_norm, add_layer_norm or attention",
       op);
 }
 
@@ -84,6 +94,7 @@ std::string OperatorSpec::describe() const {
   std::string s = fmt::format("{} N={} K={} M={}..{}", op, n, k, m_min, m_max);
   if (op == "dense") s += " epilogue=" + epilogue;
   if (op == "batch_matmul") s += fmt::format(" batch={} layout={}", batch, layout);
+  if (op == "attention") s += fmt::format(" batch={} mask={}", batch, mask);
   if (!instances.empty()) s += fmt::format(" ({} weighted instances)", instances.size());
   return s;
 }
@@ -98,6 +109,10 @@ nlohmann::json to_json(const OperatorSpec& s) {
   if (s.op == "batch_matmul") {
     j["batch"] = s.batch;
     j["layout"] = s.layout;
+  }
+  if (s.op == "attention") {
+    j["batch"] = s.batch;
+    j["mask"] = s.mask;
   }
   if (!s.instances.empty()) {
     nlohmann::json inst = nlohmann::json::array();
@@ -145,6 +160,10 @@ OperatorSpec operator_spec_from_json(const nlohmann::json& j) {
   s.epilogue = string_field(j, "epilogue", "none");
   s.layout = string_field(j, "layout", "NT");
   if (j.contains("batch")) s.batch = integer_field(j, "batch");
+  if (j.contains("mask")) {
+    if (!j["mask"].is_boolean()) user_error("operator spec: field 'mask' must be true or false");
+    s.mask = j["mask"].get<bool>();
+  }
   if (j.contains("instances")) {
     const nlohmann::json& inst = j["instances"];
     if (!inst.is_array()) user_error("operator spec: field 'instances' must be an array");

@@ -5,6 +5,9 @@
 //   batch_matmul   C[b, M, N] = A[b, M, K] B[b, ...] (layout NN or NT),  M symbolic
 //   row operators  over X[M, N] (ops/row_ops.h): add (two [M, N] inputs), gelu,
 //                  gelu_tanh, softmax, layer_norm, add_layer_norm (eps 1e-5); K unused
+//   attention      fused softmax(Q K^T / sqrt(K) [+ mask]) V (ops/attention.h) over `batch`
+//                  sequences of N heads of size K, sequence length T = M; `mask` adds a
+//                  [batch, T] additive mask input
 //
 // M is the one shape variable, declared over [m_min, m_max] with optional weighted
 // instances (the shapes a workload sees, and how often).
@@ -25,6 +28,7 @@ struct OperatorSpec {
   int64_t batch = 1;          // batch_matmul only
   std::string layout = "NT";  // batch_matmul only
   std::string epilogue = "none";  // dense only
+  bool mask = false;              // attention only
   int64_t m_min = 1, m_max = 1;
   std::vector<te::WeightedInstance> instances;  // empty: every M in range, weight 1
 

@@ -3,6 +3,7 @@
 #include <random>
 
 #include "codegen/llvm/target.h"
+#include "ops/attention.h"
 #include "ops/contraction.h"
 #include "reference/check.h"
 #include "runtime/kernel.h"
@@ -18,8 +19,9 @@ VerifyResult verify_kernels(const te::Operator& op, const std::vector<int64_t>& 
   const schedule::Isa isa = o.isa.value_or(codegen::host_target().isa);
 
   std::mt19937_64 rng(o.seed);
-  bool row_op = !op.stages.empty();
-  if (!row_op) {
+  const bool attention = ops::is_attention(op);
+  bool row_op = !attention && !op.stages.empty();
+  if (!row_op && !attention) {
     try {
       ops::match_contraction(op);
     } catch (const Error&) {
@@ -36,17 +38,28 @@ VerifyResult verify_kernels(const te::Operator& op, const std::vector<int64_t>& 
     schedules.emplace_back([b = schedule::bind(s, op)] { return runtime::Kernel::compile(b); },
                            schedule::to_json_text(s));
   };
-  if (row_op && o.schedule)
-    user_error("operator {} is a row operator; --schedule expects a row schedule", op.name);
-  if (!row_op && o.row_schedule)
-    user_error("operator {} is a contraction; --schedule expects a micro-kernel", op.name);
+  auto add_attention = [&](const schedule::AttentionSchedule& s) {
+    schedules.emplace_back([b = schedule::bind(s, op)] { return runtime::Kernel::compile(b); },
+                           schedule::to_json_text(s));
+  };
+  const char* kind = attention ? "fused attention" : row_op ? "a row operator" : "a contraction";
+  const char* expected = attention ? "an attention schedule"
+                         : row_op  ? "a row schedule"
+                                   : "a micro-kernel";
+  if ((o.schedule && (row_op || attention)) || (o.row_schedule && !row_op) ||
+      (o.attention_schedule && !attention))
+    user_error("operator {} is {}; --schedule expects {}", op.name, kind, expected);
   if (o.row_schedule) {
     add_row(*o.row_schedule);
+  } else if (o.attention_schedule) {
+    add_attention(*o.attention_schedule);
   } else if (o.schedule) {
     add_contraction(*o.schedule);
   } else {
     for (int i = 0; i < o.schedules; ++i) {
-      if (row_op)
+      if (attention)
+        add_attention(schedule::random_attention_schedule(rng, isa));
+      else if (row_op)
         add_row(schedule::random_row_schedule(rng, isa));
       else
         add_contraction(schedule::random_schedule(rng, isa, op));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "schedule/attention_schedule.h"
 #include "schedule/micro_kernel.h"
 #include "schedule/row_schedule.h"
 #include "te/tensor.h"
@@ -23,6 +24,8 @@ struct VerifyOptions {
   std::optional<schedule::MicroKernelSchedule> schedule;
   // The same for a row operator (which draws random row schedules otherwise).
   std::optional<schedule::RowSchedule> row_schedule;
+  // The same for fused attention (ops/attention.h).
+  std::optional<schedule::AttentionSchedule> attention_schedule;
   double tolerance = 1e-5;  // largest relative Frobenius error accepted
 };
 
@@ -36,8 +39,9 @@ struct VerifyResult {
   int passed = 0, failed = 0;
 };
 
-// Row operators (ops/row_op.h) are checked under random row schedules, contractions
-// under random micro-kernels. Checks every schedule on every M of `m_values`; calls `on_failure`
+// Row operators (ops/row_op.h) are checked under random row schedules, fused attention
+// (ops/attention.h) under random attention schedules, contractions under random
+// micro-kernels. Checks every schedule on every M of `m_values`; calls `on_failure`
 // for each failing (schedule, M) as it is found. Throws dietcode::Error for bad options.
 VerifyResult verify_kernels(const te::Operator& op, const std::vector<int64_t>& m_values,
                             const VerifyOptions& options,

@@ -63,6 +63,10 @@ Kernel Kernel::compile(const te::Operator& op, const schedule::RowSchedule& s) {
   return compile(schedule::bind(s, op));
 }
 
+Kernel Kernel::compile(const te::Operator& op, const schedule::AttentionSchedule& s) {
+  return compile(schedule::bind(s, op));
+}
+
 Kernel Kernel::compile(const schedule::BoundSchedule& bound) {
   const schedule::MicroKernelSchedule& s = bound.schedule();
   return build(bound.op(), s, s.isa, s.digest(),
@@ -71,6 +75,12 @@ Kernel Kernel::compile(const schedule::BoundSchedule& bound) {
 
 Kernel Kernel::compile(const schedule::BoundRowSchedule& bound) {
   const schedule::RowSchedule& s = bound.schedule();
+  return build(bound.op(), s, s.isa, s.digest(),
+               [&](const lower::PassLogger& log) { return lower::lower(bound, log); });
+}
+
+Kernel Kernel::compile(const schedule::BoundAttentionSchedule& bound) {
+  const schedule::AttentionSchedule& s = bound.schedule();
   return build(bound.op(), s, s.isa, s.digest(),
                [&](const lower::PassLogger& log) { return lower::lower(bound, log); });
 }
@@ -100,13 +110,19 @@ Kernel Kernel::build(const te::Operator& op, Schedule s, schedule::Isa isa, uint
 
 const schedule::MicroKernelSchedule& Kernel::schedule() const {
   const auto* s = std::get_if<schedule::MicroKernelSchedule>(&schedule_);
-  DC_INTERNAL_CHECK(s, "kernel {} is a row kernel, not a contraction", op_.name);
+  DC_INTERNAL_CHECK(s, "kernel {} is not a contraction", op_.name);
   return *s;
 }
 
 const schedule::RowSchedule& Kernel::row_schedule() const {
   const auto* s = std::get_if<schedule::RowSchedule>(&schedule_);
-  DC_INTERNAL_CHECK(s, "kernel {} is a contraction, not a row kernel", op_.name);
+  DC_INTERNAL_CHECK(s, "kernel {} is not a row kernel", op_.name);
+  return *s;
+}
+
+const schedule::AttentionSchedule& Kernel::attention_schedule() const {
+  const auto* s = std::get_if<schedule::AttentionSchedule>(&schedule_);
+  DC_INTERNAL_CHECK(s, "kernel {} is not an attention kernel", op_.name);
   return *s;
 }
 

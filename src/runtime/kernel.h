@@ -1,8 +1,9 @@
 // A compiled kernel: one operator under one schedule, JIT-compiled for the host,
-// callable with any shape, from several threads at once. Two schedule kinds compile
+// callable with any shape, from several threads at once. Three schedule kinds compile
 // through the same path (lower, JIT, the checked call): a contraction under a
-// MicroKernelSchedule and a row operator (elementwise, LayerNorm, softmax) under a
-// RowSchedule; the kernel holds whichever it was given (`Kernel::Schedule`).
+// MicroKernelSchedule, a row operator (elementwise, LayerNorm, softmax) under a
+// RowSchedule and fused attention under an AttentionSchedule; the kernel holds whichever
+// it was given (`Kernel::Schedule`).
 //
 //   Kernel k = Kernel::compile(op, schedule);          // lower + JIT
 //   AlignedBuffer w = k.prepack(shape, W);              // only if k.needs_prepack()
@@ -20,6 +21,7 @@
 #include "codegen/llvm/target.h"
 #include "lower/pipeline.h"
 #include "runtime/buffer.h"
+#include "schedule/attention_schedule.h"
 #include "schedule/micro_kernel.h"
 #include "schedule/row_schedule.h"
 #include "te/tensor.h"
@@ -51,9 +53,12 @@ class Kernel {
   static Kernel compile(const te::Operator& op, const schedule::MicroKernelSchedule& s);
   static Kernel compile(const schedule::BoundRowSchedule& bound);
   static Kernel compile(const te::Operator& op, const schedule::RowSchedule& s);
+  static Kernel compile(const schedule::BoundAttentionSchedule& bound);
+  static Kernel compile(const te::Operator& op, const schedule::AttentionSchedule& s);
 
-  // The schedule of either kind.
-  using Schedule = std::variant<schedule::MicroKernelSchedule, schedule::RowSchedule>;
+  // The schedule of any kind.
+  using Schedule = std::variant<schedule::MicroKernelSchedule, schedule::RowSchedule,
+                                schedule::AttentionSchedule>;
 
   Kernel(Kernel&&) noexcept;
   Kernel& operator=(Kernel&&) noexcept;
@@ -73,10 +78,14 @@ class Kernel {
   const te::Operator& op() const { return op_; }
   const Schedule& any_schedule() const { return schedule_; }
   bool is_row_kernel() const { return std::holds_alternative<schedule::RowSchedule>(schedule_); }
-  // The schedule of a contraction kernel / of a row kernel; the other kind is an
-  // internal error.
+  bool is_attention_kernel() const {
+    return std::holds_alternative<schedule::AttentionSchedule>(schedule_);
+  }
+  // The schedule of a contraction kernel / of a row kernel / of an attention kernel;
+  // asking a kernel for another kind is an internal error.
   const schedule::MicroKernelSchedule& schedule() const;
   const schedule::RowSchedule& row_schedule() const;
+  const schedule::AttentionSchedule& attention_schedule() const;
   double compile_seconds() const { return compile_seconds_; }
 
   // Inspection: each pass's loop IR, the LLVM IR, the assembly (any target).

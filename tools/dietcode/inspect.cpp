@@ -26,7 +26,11 @@ int run_inspect(const InspectOptions& o) {
   te::Operator op = o.op.build();
   codegen::CpuTarget target =
       o.isa.empty() ? codegen::host_target() : codegen::target_for_isa(schedule::parse_isa(o.isa));
-  if (ops::is_row_operator(o.op.op))
+  if (o.op.op == "attention")
+    fmt::print("{}", inspect::schedule_text(
+                         op, schedule::attention_schedule_from_json_text(o.schedule_json), target,
+                         o.what));
+  else if (ops::is_row_operator(o.op.op))
     fmt::print("{}",
                inspect::schedule_text(op, schedule::row_schedule_from_json_text(o.schedule_json),
                                       target, o.what));

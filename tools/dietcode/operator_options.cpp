@@ -11,8 +11,9 @@ namespace dietcode::tool {
 
 void OperatorOptions::add_to(CLI::App& app) {
   app.add_option("--op", op,
-                 "operator: dense, batch_matmul, or a row operator: add, gelu, gelu_tanh, "
-                 "softmax, layer_norm, add_layer_norm")
+                 "operator: dense, batch_matmul, a row operator: add, gelu, gelu_tanh, "
+                 "softmax, layer_norm, add_layer_norm, or attention (--batch sequences of --N "
+                 "heads of size --K, T = M)")
       ->capture_default_str();
   app.add_option("--layout", layout, "batch_matmul layout of B: NN ([b,K,N]) or NT ([b,N,K])")
       ->capture_default_str();
@@ -23,6 +24,7 @@ void OperatorOptions::add_to(CLI::App& app) {
   app.add_option("--batch", batch, "batch_matmul batch (fixed)")->capture_default_str();
   app.add_option("--M", m, "M values: a list '1,17,127', a range '1..128', or both")
       ->capture_default_str();
+  app.add_flag("--mask", mask, "attention: add a [batch, T] additive mask input");
   app.add_option("--range", range, "declared range of M, 'LO..HI' (default: min..max of --M)");
 }
 
@@ -42,6 +44,7 @@ ops::OperatorSpec OperatorOptions::spec() const {
   s.batch = batch;
   s.layout = layout;
   s.epilogue = epilogue;
+  s.mask = mask;
   s.m_min = declared.front();
   s.m_max = declared.back();
   if (op == "dense") {
@@ -49,12 +52,12 @@ ops::OperatorSpec OperatorOptions::spec() const {
   } else if (op == "batch_matmul") {
     if (epilogue != "none") user_error("--epilogue {}: batch_matmul takes no epilogue", epilogue);
     ops::parse_layout(layout);
-  } else if (ops::is_row_operator(op)) {
+  } else if (ops::is_row_operator(op) || op == "attention") {
     if (epilogue != "none") user_error("--epilogue {}: {} takes no epilogue", epilogue, op);
   } else {
     user_error(
         "--op '{}': unknown operator; expected dense, batch_matmul, add, gelu, gelu_tanh, "
-        "softmax, layer_norm or add_layer_norm",
+        "softmax, layer_norm, add_layer_norm or attention",
         op);
   }
   return s;
@@ -70,6 +73,7 @@ std::string OperatorOptions::command_line(int64_t m_value) const {
                               declared.front(), declared.back());
   if (op == "dense") s += " --epilogue " + epilogue;
   if (op == "batch_matmul") s += fmt::format(" --layout {} --batch {}", layout, batch);
+  if (op == "attention") s += fmt::format(" --batch {}{}", batch, mask ? " --mask" : "");
   return s;
 }
 

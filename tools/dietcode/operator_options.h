@@ -1,5 +1,5 @@
 // The operator options shared by subcommands (--op, --N, --K, --M, --batch, --layout,
-// --epilogue) and the operator they describe.
+// --epilogue, --mask) and the operator they describe.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -18,6 +18,7 @@ struct OperatorOptions {
   int64_t n = 64, k = 64, batch = 2;
   std::string m = "1,2,3,5,7,8,15,16,17,31,63,64,65,127,128,129";
   std::string range;  // declared range of M, "LO..HI"; default: min..max of the M list
+  bool mask = false;  // attention: a [batch, T] additive mask input
 
   void add_to(CLI::App& app);
   // The M values to run.

@@ -31,7 +31,9 @@ int run_verify(VerifyCliOptions o) {
   te::Operator op = o.op.build();
   if (!o.isa.empty()) o.verify.isa = schedule::parse_isa(o.isa);
   if (!o.schedule_json.empty()) {
-    if (ops::is_row_operator(o.op.op))
+    if (o.op.op == "attention")
+      o.verify.attention_schedule = schedule::attention_schedule_from_json_text(o.schedule_json);
+    else if (ops::is_row_operator(o.op.op))
       o.verify.row_schedule = schedule::row_schedule_from_json_text(o.schedule_json);
     else
       o.verify.schedule = schedule::schedule_from_json_text(o.schedule_json);

@@ -83,6 +83,37 @@ void FunctionEmitter::emit_loop(llvm::Value* begin, llvm::Value* end,
   b_.SetInsertPoint(exit);
 }
 
+FunctionEmitter::Carried FunctionEmitter::emit_loop(
+    llvm::Value* begin, llvm::Value* end, const Carried& init,
+    const std::function<Carried(llvm::Value*, const Carried&)>& body, const char* name) {
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  llvm::BasicBlock* header =
+      llvm::BasicBlock::Create(ctx_, std::string(name) + ".header", function_);
+  llvm::BasicBlock* loop = llvm::BasicBlock::Create(ctx_, std::string(name) + ".body", function_);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".exit", function_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, name);
+  i->addIncoming(begin, pre);
+  Carried values;
+  for (llvm::Value* v : init) {
+    llvm::PHINode* phi = b_.CreatePHI(v->getType(), 2);
+    phi->addIncoming(v, pre);
+    values.push_back(phi);
+  }
+  b_.CreateCondBr(b_.CreateICmpSLT(i, end), loop, exit);
+  b_.SetInsertPoint(loop);
+  Carried next = body(i, values);
+  DC_INTERNAL_CHECK(next.size() == values.size(), "loop {}: carried value count", name);
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  i->addIncoming(b_.CreateAdd(i, b_.getInt64(1), "", /*HasNUW=*/false, /*HasNSW=*/true), latch);
+  for (size_t k = 0; k < values.size(); ++k)
+    llvm::cast<llvm::PHINode>(values[k])->addIncoming(next[k], latch);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(exit);
+  return values;
+}
+
 void FunctionEmitter::emit_for(const ForNode& f) {
   llvm::Value* begin = emit(f.min);
   llvm::Value* end = b_.CreateAdd(begin, emit(f.extent));
@@ -222,6 +253,9 @@ void FunctionEmitter::emit(const Stmt& s) {
       return;
     case StmtKind::RowKernel:
       emit_row_kernel(*this, *s.as<RowKernelNode>());
+      return;
+    case StmtKind::AttentionKernel:
+      emit_attention_kernel(*this, *s.as<AttentionKernelNode>());
       return;
     case StmtKind::PackStage:
       if (lower::packs_by_transposing(*s.as<PackStageNode>()))

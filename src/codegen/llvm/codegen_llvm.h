@@ -45,12 +45,22 @@ class FunctionEmitter {
   void bind_var(const ir::Var& var, llvm::Value* value) { vars_[var.get()] = value; }
   void unbind_var(const ir::Var& var) { vars_.erase(var.get()); }
   llvm::Value* buffer(const ir::Buffer& buf);
+  // Gives a scratch buffer (a stack array, say) its address until unbind_buffer.
+  void bind_buffer(const ir::Buffer& buf, llvm::Value* ptr) { buffers_[buf.get()] = ptr; }
+  void unbind_buffer(const ir::Buffer& buf) { buffers_.erase(buf.get()); }
   llvm::Value* element_ptr(const ir::Buffer& buf, llvm::Value* flat_index);
   // An alloca in the function's entry block (so it is allocated once per call).
   llvm::Value* entry_alloca(llvm::Type* type, uint64_t count, uint64_t align);
   // Emits `for (i = begin; i < end; ++i) body(i)` and leaves the builder after it.
   void emit_loop(llvm::Value* begin, llvm::Value* end,
                  const std::function<void(llvm::Value*)>& body, const char* name);
+  // The same with values carried from one iteration to the next as phi nodes (registers,
+  // not memory: the pipeline runs no mem2reg): body(i, values) returns their next values.
+  // Returns their values after the loop (`init` when it runs no iteration).
+  using Carried = std::vector<llvm::Value*>;
+  Carried emit_loop(llvm::Value* begin, llvm::Value* end, const Carried& init,
+                    const std::function<Carried(llvm::Value*, const Carried&)>& body,
+                    const char* name);
 
  private:
   void emit_for(const ir::ForNode& f);
@@ -76,5 +86,8 @@ void emit_transposing_pack(FunctionEmitter& fe, const ir::PackStageNode& p);
 
 // Emits one row of a row operator as vector code (row_kernel_emitter.cpp).
 void emit_row_kernel(FunctionEmitter& fe, const ir::RowKernelNode& rk);
+
+// Emits one query tile of fused attention as vector code (attention_emitter.cpp).
+void emit_attention_kernel(FunctionEmitter& fe, const ir::AttentionKernelNode& k);
 
 }  // namespace dietcode::codegen

@@ -1,0 +1,321 @@
+// Explicit vector code for one query tile of fused attention (ir::AttentionKernelNode):
+// an online, max-subtracted softmax over key blocks (schedule/attention_schedule.h shows
+// the loop structure).
+//
+// Query rows sit in the vector lanes: lane r of vector v is row v * W + r of the tile, so
+// the running maximum m, the running sum l and the rescaling factor alpha are plain
+// vectors, updated without horizontal reductions. Everything a tile keeps lives in
+// stack buffers that stay in L1:
+//
+//   qt     D x lanes       Q^T of the tile (lanes past T are zero), packed by the node's
+//                          transposing pack stage (pack_emitter.cpp)
+//   s      key_block x lanes   the block's scores, then its probabilities P
+//   o      lanes x D'      the unnormalized output rows (D' = D rounded up to W), written
+//                          first by the first key block
+//   stat   3 x lanes       alpha, m and l per row (at the end 1 / l in place of alpha);
+//                          kept in memory so that registers go to the inner loops
+//
+// Scores accumulate `unroll` keys x the row vectors in registers over D (a broadcast of
+// K[j, d] times a row of qt), are scaled, stored and folded into the block's maximum as
+// they are made; P V accumulates two output rows at a time (then the odd one), 8 vectors
+// of D in registers, over the block's keys. Keys past T are never touched (blocks are cut
+// at T), rows past the tile's valid rows are never stored, and the last vector of a row
+// of V or O is masked when W does not divide D. A block whose keys are all masked with
+// -inf leaves m at -inf; exponents are then taken against 0, not -inf, so no
+// -inf - (-inf) NaN appears.
+#include <llvm/IR/Intrinsics.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "codegen/llvm/activation.h"
+#include "codegen/llvm/codegen_llvm.h"
+#include "lower/insert_packing.h"
+#include "support/error.h"
+
+namespace dietcode::codegen {
+
+using namespace ir;
+
+namespace {
+
+using Carried = FunctionEmitter::Carried;
+
+class AttentionEmitter {
+ public:
+  AttentionEmitter(FunctionEmitter& fe, const AttentionKernelNode& k)
+      : fe_(fe),
+        b_(fe.builder()),
+        k_(k),
+        w_(k.vector_width),
+        row_vectors_((k.query_tile + w_ - 1) / w_),
+        lanes_(row_vectors_ * w_),
+        d_(k.head_dim),
+        d_vectors_((d_ + w_ - 1) / w_),
+        f32_(b_.getFloatTy()),
+        vt_(llvm::FixedVectorType::get(f32_, static_cast<unsigned>(w_))),
+        fma_(llvm::Intrinsic::getDeclaration(&fe.module(), llvm::Intrinsic::fma, {vt_})) {}
+
+  void emit() {
+    length_ = fe_.emit(k_.length);
+    rows_ = fe_.emit(k_.rows);
+    llvm::Value* slice = fe_.emit(k_.qkv_offset);
+    llvm::Value* tile = mul(fe_.emit(k_.row_begin), i64(d_));
+    o_ = fe_.element_ptr(k_.output, add(slice, tile));
+    k_base_ = fe_.element_ptr(k_.k, slice);
+    v_base_ = fe_.element_ptr(k_.v, slice);
+    if (k_.mask.defined()) mask_ = fe_.element_ptr(k_.mask, fe_.emit(k_.mask_offset));
+    qt_ = fe_.entry_alloca(f32_, uint64_t(d_ * lanes_), 64);
+    s_ = fe_.entry_alloca(f32_, uint64_t(k_.key_block * lanes_), 64);
+    o_tile_ = fe_.entry_alloca(f32_, uint64_t(lanes_ * d_vectors_ * w_), 64);
+    stat_ = fe_.entry_alloca(f32_, uint64_t(3 * lanes_), 64);
+
+    fe_.bind_buffer(k_.q_panel, qt_);
+    DC_INTERNAL_CHECK(lower::packs_by_transposing(*k_.pack_q.as<PackStageNode>()),
+                      "attention: Q's pack must be a transposing pack");
+    fe_.emit(k_.pack_q);
+    fe_.unbind_buffer(k_.q_panel);
+    std::vector<llvm::Value*> m, l;
+    for (int64_t v = 0; v < row_vectors_; ++v) {
+      m.push_back(stat_at(i64(lanes_ + v * w_)));
+      l.push_back(stat_at(i64(2 * lanes_ + v * w_)));
+      store(fconst(-INFINITY), m.back());
+      store(fconst(0.0), l.back());
+    }
+    llvm::Value* blocks = b_.CreateUDiv(add(length_, i64(k_.key_block - 1)), i64(k_.key_block));
+    fe_.emit_loop(
+        i64(0), blocks, [&](llvm::Value* block) { key_block(block, m, l); }, "key_block");
+    for (int64_t v = 0; v < row_vectors_; ++v)
+      store(b_.CreateFDiv(fconst(1.0), load(l[v])), stat_at(i64(v * w_)));
+    fe_.emit_loop(
+        i64(0), rows_,
+        [&](llvm::Value* r) {
+          llvm::Value* inv_l = splat(b_.CreateLoad(f32_, stat_at(r)));
+          for (int64_t c = 0; c < d_vectors_; ++c) {
+            llvm::Value* x = b_.CreateFMul(load(o_tile_at(r, c)), inv_l);
+            llvm::Value* ptr = at(o_, add(mul(r, i64(d_)), i64(c * w_)));
+            if (llvm::Value* mask = column_mask(c))
+              b_.CreateMaskedStore(x, ptr, llvm::Align(4), mask);
+            else
+              b_.CreateAlignedStore(x, ptr, llvm::Align(4));
+          }
+        },
+        "attn_store");
+  }
+
+ private:
+  // One online-softmax step over keys [block * key_block, + kv), kv = min(key_block, T - j0).
+  void key_block(llvm::Value* block, const std::vector<llvm::Value*>& m,
+                 const std::vector<llvm::Value*>& l) {
+    llvm::Value* j0 = mul(block, i64(k_.key_block));
+    llvm::Value* rest = b_.CreateSub(length_, j0);
+    llvm::Value* kv =
+        b_.CreateSelect(b_.CreateICmpSLT(rest, i64(k_.key_block)), rest, i64(k_.key_block), "keys");
+    llvm::Value* keys = at(k_base_, mul(j0, i64(d_)));
+    llvm::Value* values = at(v_base_, mul(j0, i64(d_)));
+    llvm::Value* mask = mask_ ? at(mask_, j0) : nullptr;
+
+    // The scores and their maximum per row.
+    const int64_t u = k_.unroll;
+    llvm::Value* groups = b_.CreateUDiv(kv, i64(u));
+    Carried block_max = fe_.emit_loop(
+        i64(0), groups, constants(-INFINITY),
+        [&](llvm::Value* g, const Carried& mx) {
+          return scores(keys, mask, mul(g, i64(u)), u, mx);
+        },
+        "attn_scores");
+    if (u > 1)
+      block_max = fe_.emit_loop(
+          mul(groups, i64(u)), kv, block_max,
+          [&](llvm::Value* j, const Carried& mx) { return scores(keys, mask, j, 1, mx); },
+          "attn_scores_rest");
+
+    // m' = max(m, block max); alpha = exp(m - m'), against 0 while m' is still -inf.
+    std::vector<llvm::Value*> shift(row_vectors_), alpha(row_vectors_);
+    for (int64_t v = 0; v < row_vectors_; ++v) {
+      llvm::Value* old = load(m[v]);
+      llvm::Value* next = b_.CreateMaxNum(old, block_max[v]);
+      shift[v] = b_.CreateSelect(b_.CreateFCmpOEQ(next, fconst(-INFINITY)), fconst(0.0), next);
+      alpha[v] = emit_exp(b_, b_.CreateFSub(old, shift[v]));
+      store(alpha[v], stat_at(i64(v * w_)));
+      store(next, m[v]);
+    }
+    // P = exp(S - m'), and its row sums.
+    Carried sum = fe_.emit_loop(
+        i64(0), kv, constants(0.0),
+        [&](llvm::Value* j, const Carried& partial) {
+          Carried next;
+          for (int64_t v = 0; v < row_vectors_; ++v) {
+            llvm::Value* p = emit_exp(b_, b_.CreateFSub(load(s_at(j, v)), shift[v]));
+            store(p, s_at(j, v));
+            next.push_back(b_.CreateFAdd(partial[v], p));
+          }
+          return next;
+        },
+        "attn_exp");
+    for (int64_t v = 0; v < row_vectors_; ++v) store(fma(load(l[v]), alpha[v], sum[v]), l[v]);
+
+    // O[r] = alpha[r] O[r] + sum_j P[j][r] V[j] (O starts from 0 in the first block, which
+    // never reads the uninitialized tile): rows in pairs (each load of V feeds two rows),
+    // then the odd one.
+    llvm::Value* first = b_.CreateICmpEQ(block, i64(0));
+    llvm::Value* pairs = b_.CreateUDiv(rows_, i64(2));
+    fe_.emit_loop(
+        i64(0), pairs, [&](llvm::Value* i) { accumulate_pv(values, kv, mul(i, i64(2)), 2, first); },
+        "attn_row_pairs");
+    fe_.emit_loop(
+        mul(pairs, i64(2)), rows_, [&](llvm::Value* r) { accumulate_pv(values, kv, r, 1, first); },
+        "attn_row_last");
+  }
+
+  // Rows [r, r + n) of O (n = 1 or 2): kOutputVectors / n vectors of D per row at a time
+  // in registers, over the block's kv keys.
+  void accumulate_pv(llvm::Value* values, llvm::Value* kv, llvm::Value* r, int64_t n,
+                     llvm::Value* first) {
+    const int64_t chunk = kOutputVectors / n;
+    std::vector<llvm::Value*> row(n), alpha(n);
+    for (int64_t k = 0; k < n; ++k) {
+      row[k] = add(r, i64(k));
+      alpha[k] = splat(b_.CreateLoad(f32_, stat_at(row[k])));
+    }
+    for (int64_t c0 = 0; c0 < d_vectors_; c0 += chunk) {
+      int64_t m = std::min(chunk, d_vectors_ - c0);
+      Carried init;  // init[k * m + c]: row k, vector c0 + c
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t c = 0; c < m; ++c)
+          init.push_back(b_.CreateSelect(first, fconst(0.0),
+                                         b_.CreateFMul(load(o_tile_at(row[k], c0 + c)), alpha[k])));
+      Carried acc = fe_.emit_loop(
+          i64(0), kv, init,
+          [&](llvm::Value* j, const Carried& o) {
+            llvm::Value* v_row = at(values, mul(j, i64(d_)));
+            std::vector<llvm::Value*> v(m);
+            for (int64_t c = 0; c < m; ++c) v[c] = load_row(v_row, c0 + c);
+            Carried next;
+            for (int64_t k = 0; k < n; ++k) {
+              llvm::Value* p = splat(b_.CreateLoad(f32_, at(s_, add(mul(j, i64(lanes_)), row[k]))));
+              for (int64_t c = 0; c < m; ++c) next.push_back(fma(p, v[c], o[k * m + c]));
+            }
+            return next;
+          },
+          "attn_pv");
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t c = 0; c < m; ++c) store(acc[k * m + c], o_tile_at(row[k], c0 + c));
+    }
+  }
+
+  // s[jl + i] = scale * qt^T K[jl + i] (+ mask[jl + i]) for i < n, accumulated over D in
+  // registers. Few keys and row vectors would make one chain of dependent FMAs (the
+  // remainder keys, T = 1): D is then split into `split` interleaved partial sums.
+  // Returns `running_max` updated with these scores.
+  Carried scores(llvm::Value* keys, llvm::Value* mask, llvm::Value* jl, int64_t n,
+                 const Carried& running_max) {
+    const int64_t chains = n * row_vectors_;
+    const int64_t split = std::clamp<int64_t>(kMinChains / chains, 1, 4);
+    std::vector<llvm::Value*> key_rows;
+    for (int64_t i = 0; i < n; ++i) key_rows.push_back(at(keys, mul(add(jl, i64(i)), i64(d_))));
+    // sums[(p * n + i) * row_vectors + v]: partial sum p, key jl + i, row vector v.
+    auto step = [&](llvm::Value* d, const Carried& sums, int64_t p) {
+      Carried next = sums;
+      std::vector<llvm::Value*> q(row_vectors_);
+      for (int64_t v = 0; v < row_vectors_; ++v)
+        q[v] = load(at(qt_, add(mul(d, i64(lanes_)), i64(v * w_))));
+      for (int64_t i = 0; i < n; ++i) {
+        llvm::Value* x = splat(b_.CreateLoad(f32_, at(key_rows[i], d)));
+        for (int64_t v = 0; v < row_vectors_; ++v) {
+          size_t at_sum = size_t((p * n + i) * row_vectors_ + v);
+          next[at_sum] = fma(x, q[v], sums[at_sum]);
+        }
+      }
+      return next;
+    };
+    Carried acc = fe_.emit_loop(
+        i64(0), i64(d_ / split), Carried(size_t(split * chains), fconst(0.0)),
+        [&](llvm::Value* d, const Carried& sums) {
+          Carried next = sums;
+          for (int64_t p = 0; p < split; ++p) next = step(add(mul(d, i64(split)), i64(p)), next, p);
+          return next;
+        },
+        "attn_dot");
+    if (d_ % split != 0)
+      acc = fe_.emit_loop(
+          i64(d_ / split * split), i64(d_), acc,
+          [&](llvm::Value* d, const Carried& sums) { return step(d, sums, 0); }, "attn_dot_rest");
+    Carried max = running_max;
+    for (int64_t i = 0; i < n; ++i) {
+      llvm::Value* key = add(jl, i64(i));
+      llvm::Value* bias = mask ? splat(b_.CreateLoad(f32_, at(mask, key))) : nullptr;
+      for (int64_t v = 0; v < row_vectors_; ++v) {
+        llvm::Value* s = acc[size_t(i * row_vectors_ + v)];
+        for (int64_t p = 1; p < split; ++p)
+          s = b_.CreateFAdd(s, acc[size_t((p * n + i) * row_vectors_ + v)]);
+        s = b_.CreateFMul(s, fconst(k_.scale));
+        if (bias) s = b_.CreateFAdd(s, bias);
+        store(s, s_at(key, v));
+        max[v] = b_.CreateMaxNum(max[v], s);
+      }
+    }
+    return max;
+  }
+
+  // Lanes of output vector c that lie inside D, or null when all do.
+  llvm::Value* column_mask(int64_t c) {
+    int64_t valid = d_ - c * w_;
+    if (valid >= w_) return nullptr;
+    std::vector<llvm::Constant*> lanes;
+    for (int64_t i = 0; i < w_; ++i) lanes.push_back(b_.getInt1(i < valid));
+    return llvm::ConstantVector::get(lanes);
+  }
+  llvm::Value* load_row(llvm::Value* row, int64_t c) {
+    llvm::Value* ptr = at(row, i64(c * w_));
+    if (llvm::Value* mask = column_mask(c))
+      return b_.CreateMaskedLoad(vt_, ptr, llvm::Align(4), mask, llvm::Constant::getNullValue(vt_));
+    return b_.CreateAlignedLoad(vt_, ptr, llvm::Align(4));
+  }
+
+  // One constant vector per row vector: the start of a loop-carried reduction.
+  Carried constants(double value) { return Carried(size_t(row_vectors_), fconst(value)); }
+  llvm::Value* s_at(llvm::Value* j, int64_t v) {
+    return at(s_, add(mul(j, i64(lanes_)), i64(v * w_)));
+  }
+  llvm::Value* stat_at(llvm::Value* lane) { return at(stat_, lane); }
+  llvm::Value* o_tile_at(llvm::Value* r, int64_t c) {
+    return at(o_tile_, add(mul(r, i64(d_vectors_ * w_)), i64(c * w_)));
+  }
+
+  llvm::Value* i64(int64_t v) { return b_.getInt64(v); }
+  llvm::Value* add(llvm::Value* a, llvm::Value* b) { return b_.CreateAdd(a, b, "", true, true); }
+  llvm::Value* mul(llvm::Value* a, llvm::Value* b) { return b_.CreateMul(a, b, "", true, true); }
+  llvm::Value* at(llvm::Value* base, llvm::Value* index) {
+    return b_.CreateInBoundsGEP(f32_, base, index);
+  }
+  llvm::Value* load(llvm::Value* ptr) { return b_.CreateAlignedLoad(vt_, ptr, llvm::Align(4)); }
+  void store(llvm::Value* v, llvm::Value* ptr) { b_.CreateAlignedStore(v, ptr, llvm::Align(4)); }
+  llvm::Value* splat(llvm::Value* x) { return b_.CreateVectorSplat(unsigned(w_), x); }
+  llvm::Value* fconst(double v) { return llvm::ConstantFP::get(vt_, v); }
+  llvm::Value* fma(llvm::Value* a, llvm::Value* b, llvm::Value* c) {
+    return b_.CreateCall(fma_, {a, b, c});
+  }
+
+  static constexpr int64_t kOutputVectors = 8;  // accumulators of P V (of one or two rows)
+  static constexpr int64_t kMinChains = 8;      // independent FMA chains that hide latency
+
+  FunctionEmitter& fe_;
+  llvm::IRBuilder<>& b_;
+  const AttentionKernelNode& k_;
+  const int64_t w_, row_vectors_, lanes_, d_, d_vectors_;
+  llvm::Type* f32_;
+  llvm::FixedVectorType* vt_;
+  llvm::Function* fma_;
+  llvm::Value *length_ = nullptr, *rows_ = nullptr;
+  llvm::Value *o_ = nullptr, *k_base_ = nullptr, *v_base_ = nullptr, *mask_ = nullptr;
+  llvm::Value *qt_ = nullptr, *s_ = nullptr, *o_tile_ = nullptr, *stat_ = nullptr;
+};
+
+}  // namespace
+
+void emit_attention_kernel(FunctionEmitter& fe, const AttentionKernelNode& k) {
+  AttentionEmitter(fe, k).emit();
+}
+
+}  // namespace dietcode::codegen
