@@ -1,4 +1,11 @@
-// Derives the coefficients of the rational erfc of GELU in codegen/llvm/activation.cpp:
+// Derives the coefficients of the approximations in codegen/llvm/activation.cpp.
+//
+// exp (mode "exp"): exp(r) ~ 1 + c1 r + ... + cD r^D on |r| <= ln(2)/2, near-minimax in
+// relative error (least squares with Lawson's reweighting), then rounded to float.
+//
+//   g++ -O2 -std=c++20 scripts/fit_approximations.cpp -o /tmp/fit && /tmp/fit exp 5
+//
+// GELU's erfc:
 //   erfc(a) ~ P(a) / Q(a) on [0, c], Q(0) = 1            (mode "erfc", the one used), or
 //   erf(a) ~ a P(a^2) / Q(a^2) on [0, c]                  (the odd form, for comparison:
 //                                                          float rounding near erf = 1
@@ -9,10 +16,11 @@
 // with them as the generated code does (Horner with FMA), by the measures of
 // tests/codegen/gelu_test.cpp.
 //
-//   g++ -O2 -std=c++20 scripts/fit_erf.cpp -o /tmp/fit_erf && /tmp/fit_erf 5 9 4 erfc
+//   /tmp/fit 5 9 4 erfc
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 using Real = long double;
@@ -50,7 +58,50 @@ Real horner(const std::vector<Real>& c, Real x) {
   return v;
 }
 
+// exp(r) ~ 1 + sum c_k r^k, k = 1..degree, on |r| <= ln(2) / 2.
+int fit_exp(int degree) {
+  const Real half = std::log(2.0L) / 2;
+  const int n = 4000;
+  std::vector<Real> rs, weight(n, 1), c;
+  for (int i = 0; i < n; ++i) rs.push_back(-half * std::cos(M_PIl * (i + 0.5L) / n));
+  Real worst = 0;
+  for (int iter = 0; iter < 400; ++iter) {
+    // Residual (1 + sum c_k r^k - exp(r)) / exp(r), weighted.
+    std::vector<std::vector<Real>> cols(degree, std::vector<Real>(n));
+    std::vector<Real> y(n);
+    for (int i = 0; i < n; ++i) {
+      Real scale = std::sqrt(weight[i]) / std::exp(rs[i]);
+      for (int k = 1; k <= degree; ++k) cols[k - 1][i] = scale * std::pow(rs[i], k);
+      y[i] = scale * (std::exp(rs[i]) - 1);
+    }
+    c = least_squares(cols, y);
+    c.insert(c.begin(), 1);
+    worst = 0;
+    Real total = 0;
+    for (int i = 0; i < n; ++i) {
+      Real err = std::fabs(horner(c, rs[i]) / std::exp(rs[i]) - 1);
+      worst = std::max(worst, err);
+      weight[i] *= err;
+      total += weight[i];
+    }
+    for (Real& w : weight) w = w / total * n;
+  }
+  std::printf("exp(r), degree %d on |r| <= ln(2)/2: max rel error %.3Lg\n", degree, worst);
+  std::vector<float> cf;
+  for (Real v : c) cf.push_back(float(v));
+  for (int k = 0; k <= degree; ++k) std::printf("c%d = %.9e\n", k, double(cf[k]));
+  double worst_f = 0;
+  for (int i = -100000; i <= 100000; ++i) {
+    float r = float(half * i / 100000), v = cf[degree];
+    for (int k = degree; k-- > 0;) v = std::fma(v, r, cf[k]);
+    worst_f = std::max(worst_f, std::fabs(double(v) / std::exp(double(r)) - 1));
+  }
+  std::printf("in float (Horner with FMA): max rel error %.3g\n", worst_f);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "exp") return fit_exp(argc > 2 ? std::atoi(argv[2]) : 5);
   const int np = argc > 1 ? std::atoi(argv[1]) : 6;  // degree of P in a^2
   const int nq = argc > 2 ? std::atoi(argv[2]) : 4;  // degree of Q in a^2
   const Real c = argc > 3 ? std::strtold(argv[3], nullptr) : 4.0L;
