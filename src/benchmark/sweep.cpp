@@ -145,7 +145,7 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
 std::vector<schedule::RowSchedule> row_sweep_grid(schedule::Isa isa, int threads) {
   std::vector<schedule::RowSchedule> grid;
   for (int64_t unroll : {1, 2, 4})
-    for (int64_t rows : {1, 4, 16}) {
+    for (int64_t rows : {1, 4, 16, 64}) {
       schedule::RowSchedule s;
       s.isa = isa;
       s.unroll = unroll;

@@ -17,7 +17,7 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
                                                       int threads);
 
 // The row schedules tried on a row operator's every shape: unroll 1, 2, 4 (independent
-// accumulators) x 1, 4, 16 rows per task; parallel tasks with more than one thread.
+// accumulators) x 1, 4, 16, 64 rows per task; parallel tasks with more than one thread.
 std::vector<schedule::RowSchedule> row_sweep_grid(schedule::Isa isa, int threads);
 
 }  // namespace dietcode::bench
