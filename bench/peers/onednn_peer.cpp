@@ -1,5 +1,7 @@
 // The oneDNN peer: the matmul and inner_product primitives (forward inference, f32), with
-// constant weights reordered once into the layout the primitive prefers.
+// constant weights reordered once into the layout the primitive prefers; and the row
+// operators: layer_normalization (scale and shift), binary add then layer_normalization,
+// softmax, eltwise gelu_erf.
 #include <omp.h>
 
 #include <dnnl.hpp>
@@ -54,6 +56,73 @@ class OnednnPeer final : public Peer {
     omp_set_num_threads(threads);
   }
   std::string unsupported(const GemmProblem&) const override { return ""; }
+
+  std::string row_unsupported(const RowProblem&) const override { return ""; }
+
+  std::vector<PeerVariant> prepare_row(const RowProblem& p, const std::vector<const float*>& in,
+                                       float* out) override {
+    if (p.rows < 1 || p.n < 1) throw std::runtime_error("row problem with a non-positive size");
+    if (threads_ > 0) omp_set_num_threads(threads_);
+    const memory::desc rows{{p.rows, p.n}, memory::data_type::f32, tag::ab};
+    auto mem = [&](const memory::desc& d, const float* ptr) {
+      return memory(d, engine_, const_cast<float*>(ptr));
+    };
+    try {
+      switch (p.op) {
+        case RowOpKind::LayerNorm:
+          return {layer_norm("layer_normalization", p, rows, mem(rows, in[0]), in[1], in[2],
+                             mem(rows, out), nullptr)};
+        case RowOpKind::AddLayerNorm: {
+          // oneDNN has no fused residual add: binary add into a buffer of its own, then
+          // layer_normalization; or the sum in the output, normalized in place.
+          Stopwatch watch;
+          dnnl::binary::primitive_desc add_pd(
+              dnnl::binary::desc(dnnl::algorithm::binary_add, rows, rows, rows), engine_);
+          auto sum = std::make_shared<std::vector<float>>(p.rows * p.n);
+          std::vector<PeerVariant> variants;
+          for (float* dst : {sum->data(), out}) {
+            Args add_args{{DNNL_ARG_SRC_0, mem(rows, in[0])},
+                          {DNNL_ARG_SRC_1, mem(rows, in[1])},
+                          {DNNL_ARG_DST, mem(rows, dst)}};
+            auto add =
+                std::make_shared<std::pair<dnnl::binary, Args>>(dnnl::binary(add_pd), add_args);
+            PeerVariant ln = layer_norm(
+                dst == out ? "binary+layer_normalization in place" : "binary+layer_normalization",
+                p, rows, mem(rows, dst), in[2], in[3], mem(rows, out), sum);
+            auto run_ln = ln.run;
+            ln.run = [add, run_ln, stream = stream_]() mutable {
+              add->first.execute(stream, add->second);
+              run_ln();
+            };
+            ln.setup_seconds = watch.seconds();
+            variants.push_back(ln);
+          }
+          return variants;
+        }
+        case RowOpKind::Softmax: {
+          Stopwatch watch;
+          dnnl::softmax_forward::primitive_desc pd(
+              dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, rows, 1), engine_);
+          return {finish_row("softmax", dnnl::softmax_forward(pd),
+                             {{DNNL_ARG_SRC, mem(rows, in[0])}, {DNNL_ARG_DST, mem(rows, out)}},
+                             nullptr, watch)};
+        }
+        case RowOpKind::Gelu: {
+          Stopwatch watch;
+          dnnl::eltwise_forward::primitive_desc pd(
+              dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference,
+                                          dnnl::algorithm::eltwise_gelu_erf, rows, 0.f, 0.f),
+              engine_);
+          return {finish_row("eltwise_gelu_erf", dnnl::eltwise_forward(pd),
+                             {{DNNL_ARG_SRC, mem(rows, in[0])}, {DNNL_ARG_DST, mem(rows, out)}},
+                             nullptr, watch)};
+        }
+      }
+    } catch (const dnnl::error& e) {
+      throw std::runtime_error(std::string("oneDNN: ") + e.what());
+    }
+    throw std::runtime_error("unknown row operator");
+  }
 
   std::vector<PeerVariant> prepare(const GemmProblem& p, const float* a, const float* b,
                                    float* c) override {
@@ -124,6 +193,38 @@ class OnednnPeer final : public Peer {
               {DNNL_ARG_DST, memory(dst, engine_, c)}};
     auto run = [prim, args, stream = stream_, threads = threads_]() mutable {
       // omp_set_num_threads binds to the calling thread; the harness may time on another.
+      if (threads > 0) omp_set_num_threads(threads);
+      prim.execute(stream, args);
+      stream.wait();
+    };
+    return {label, run, watch.seconds()};
+  }
+
+  // layer_normalization of src into dst with gamma (scale) and beta (shift); `keep`
+  // holds any buffer the primitive reads for as long as the variant lives.
+  PeerVariant layer_norm(const std::string& label, const RowProblem& p, const memory::desc& rows,
+                         const memory& src, const float* gamma, const float* beta,
+                         const memory& dst, std::shared_ptr<const void> keep) {
+    Stopwatch watch;
+    const memory::desc vec{{p.n}, memory::data_type::f32, tag::a};
+    dnnl::layer_normalization_forward::primitive_desc pd(
+        dnnl::layer_normalization_forward::desc(
+            dnnl::prop_kind::forward_inference, rows, float(p.eps),
+            dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift),
+        engine_);
+    Args args{{DNNL_ARG_SRC, src},
+              {DNNL_ARG_DST, dst},
+              {DNNL_ARG_SCALE, memory(vec, engine_, const_cast<float*>(gamma))},
+              {DNNL_ARG_SHIFT, memory(vec, engine_, const_cast<float*>(beta))},
+              {DNNL_ARG_MEAN, memory(pd.mean_desc(), engine_)},
+              {DNNL_ARG_VARIANCE, memory(pd.variance_desc(), engine_)}};
+    return finish_row(label, dnnl::layer_normalization_forward(pd), std::move(args),
+                      std::move(keep), watch);
+  }
+
+  PeerVariant finish_row(const std::string& label, dnnl::primitive prim, Args args,
+                         std::shared_ptr<const void> keep, const Stopwatch& watch) {
+    auto run = [prim, args, keep, stream = stream_, threads = threads_]() mutable {
       if (threads > 0) omp_set_num_threads(threads);
       prim.execute(stream, args);
       stream.wait();

@@ -70,8 +70,8 @@ BenchResult run_bench_job(BenchJob job) {
   fmt::print("{}", format_table(r));
   if (job.winners)
     for (const Measurement& m : r.rows)
-      fmt::print("winner {} M={} {}: {} ({:.1f} GFLOP/s)\n", m.workload, m.m, m.impl, m.variant,
-                 m.gflops);
+      fmt::print("winner {} M={} {}: {} ({:.1f} {})\n", m.workload, m.m, m.impl, m.variant,
+                 m.gflops, m.unit);
   if (!job.csv_path.empty()) write_csv(r, job.csv_path);
   if (!job.plot_path.empty()) write_plot(r, job.plot_path);
   return r;

@@ -15,12 +15,14 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "benchmark/load_peers.h"
 #include "benchmark/sweep.h"
 #include "benchmark/workloads.h"
 #include "codegen/llvm/target.h"
+#include "reference/reference.h"
 #include "runtime/kernel.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
@@ -90,6 +92,64 @@ struct ProblemData {
         if (!std::isfinite(got[j])) return std::numeric_limits<double>::infinity();
         num += (got[j] - want[r][j]) * (got[j] - want[r][j]);
         den += want[r][j] * want[r][j];
+      }
+      worst = std::max(worst, std::sqrt(num / std::max(den, 1e-30)));
+    }
+    return worst;
+  }
+};
+
+// The data of one row-operator problem: fresh inputs in the operator's order, the output,
+// and float64 rows of the unscheduled operator (reference::evaluate_at) to check against.
+struct RowData {
+  RowProblem p;
+  std::vector<std::vector<float>> inputs;
+  std::vector<float> out;
+  std::vector<int64_t> check_rows;
+  std::vector<double> want;  // the check rows, in order, p.n values each
+  double bytes = 0;          // every input read once, the output written once
+
+  RowData(const WorkloadLayer& layer, int64_t t, std::mt19937_64& rng) : p(layer.row_problem(t)) {
+    std::vector<int64_t> sizes = layer.op.buffer_sizes(layer.op.bind({t}));
+    std::normal_distribution<float> dist(0, 1);
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+      inputs.emplace_back(sizes[i]);
+      for (float& v : inputs.back()) v = dist(rng);
+      bytes += 4.0 * double(sizes[i]);
+    }
+    out.resize(sizes.back());
+    bytes += 4.0 * double(sizes.back());
+    std::vector<int64_t> rows{0, p.rows - 1};
+    for (int i = 0; i < 6; ++i)
+      rows.push_back(std::uniform_int_distribution<int64_t>(0, p.rows - 1)(rng));
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    check_rows = rows;
+    std::vector<int64_t> flat;
+    for (int64_t r : rows)
+      for (int64_t j = 0; j < p.n; ++j) flat.push_back(r * p.n + j);
+    want = reference::evaluate_at(layer.op, {t}, pointers(), flat);
+  }
+
+  std::vector<const float*> pointers() const {
+    std::vector<const float*> ptrs;
+    for (const auto& in : inputs) ptrs.push_back(in.data());
+    return ptrs;
+  }
+  void poison() { std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN()); }
+
+  // Largest relative error over the checked rows; infinite if any output value is not
+  // finite (an element left unwritten shows as the poison).
+  double error() const {
+    for (float v : out)
+      if (!std::isfinite(v)) return std::numeric_limits<double>::infinity();
+    double worst = 0;
+    for (size_t r = 0; r < check_rows.size(); ++r) {
+      double num = 0, den = 0;
+      for (int64_t j = 0; j < p.n; ++j) {
+        double got = out[check_rows[r] * p.n + j], w = want[r * p.n + j];
+        num += (got - w) * (got - w);
+        den += w * w;
       }
       worst = std::max(worst, std::sqrt(num / std::max(den, 1e-30)));
     }
@@ -252,6 +312,16 @@ class BenchRun {
     }
     if (!run_sweep() && ours.modules.empty()) return ours;
     if (!run_sweep() && ours.modules.size() == 1) ours.modules[0].impl = "dietcode";
+    if (layer.is_row) {  // a row operator: the row schedule grid
+      for (const schedule::RowSchedule& s : row_sweep_grid(isa_, o_.threads)) {
+        OurKernel k{runtime::Kernel::compile(layer.op, s), {}};
+        result_.compile_seconds.push_back(k.kernel.compile_seconds());
+        ours.kernels.push_back(std::move(k));
+      }
+      if (!o_.kernels.empty()) note(fmt::format("--kernels: not used on {}", layer.name));
+      if (!o_.quiet) fmt::print(stderr, "{}: {} row schedules\n", layer.name, ours.kernels.size());
+      return ours;
+    }
     // Constant weights are packed again for every problem (outside the timing), since
     // each problem has fresh data.
     std::vector<schedule::MicroKernelSchedule> schedules = o_.kernels;
@@ -281,8 +351,18 @@ class BenchRun {
   // One shape of a layer: phases 4 to 8.
   void measure_shape(const WorkloadLayer& layer, OurCandidates& ours, size_t ti) {
     const int64_t t = o_.t_values[ti];
-    ProblemData data(layer.problem(t), rng_);
-    std::vector<Candidate> candidates = bind_candidates(layer, ours, data, ti);
+    if (layer.is_row) {
+      RowData data(layer, t, rng_);
+      measure(layer, t, bind_row_candidates(layer, ours, data, ti), data);
+    } else {
+      ProblemData data(layer.problem(t), rng_);
+      measure(layer, t, bind_candidates(layer, ours, data, ti), data);
+    }
+  }
+
+  template <typename Data>
+  void measure(const WorkloadLayer& layer, int64_t t, std::vector<Candidate> candidates,
+               Data& data) {
     check_and_screen(layer, t, candidates, data);
     std::map<std::string, Candidate*> best = best_variants(candidates);
     ShapeTimings timings = time_until_undisturbed(best);
@@ -343,11 +423,43 @@ class BenchRun {
     return candidates;
   }
 
+  // Phase 4 for a row operator: our row kernels and the peers that have row operators.
+  std::vector<Candidate> bind_row_candidates(const WorkloadLayer& layer, OurCandidates& ours,
+                                             RowData& data, size_t ti) {
+    const int64_t t = o_.t_values[ti];
+    std::vector<runtime::ConstTensor> args;
+    for (const auto& in : data.inputs) args.push_back({in.data(), int64_t(in.size())});
+    std::vector<Candidate> candidates;
+    for (OurKernel& k : ours.kernels) {
+      runtime::Kernel* kernel = &k.kernel;
+      candidates.push_back(
+          {"dietcode", schedule::to_json_text(k.kernel.row_schedule()), [kernel, args, t, &data] {
+             kernel->run({t}, args, {data.out.data(), int64_t(data.out.size())});
+           }});
+    }
+    for (auto& peer : loaded_.peers) {
+      std::string why = peer->row_unsupported(data.p);
+      if (!why.empty()) {  // said once per peer and reason, not per layer
+        if (ti == 0 && row_notes_.insert(peer->name() + why).second)
+          note(fmt::format("{} on the row operators (from {}): {}", peer->name(), layer.name, why));
+        continue;
+      }
+      try {
+        for (PeerVariant& v : peer->prepare_row(data.p, data.pointers(), data.out.data()))
+          candidates.push_back({peer->name(), v.label, v.run});
+      } catch (const std::exception& e) {
+        note(fmt::format("{} on {} T={}: {}", peer->name(), layer.name, t, e.what()));
+      }
+    }
+    return candidates;
+  }
+
   // Phase 5: each candidate checked once against float64 on a poisoned output (a wrong
   // one is excluded and reported), then screened (best of 3). Peers' workers from the
   // last shape must be idle first, or they would slow our screening.
+  template <typename Data>
   void check_and_screen(const WorkloadLayer& layer, int64_t t, std::vector<Candidate>& candidates,
-                        ProblemData& data) {
+                        Data& data) {
     if (o_.threads > 1) sleep_for(max_idle_spin_);
     for (Candidate& c : candidates) {
       data.poison();
@@ -421,22 +533,32 @@ class BenchRun {
     const GemmProblem& p = data.p;
     double flops = gemm_flops(p);
     double bytes = 4.0 * (data.a.size() + data.b.size() + data.c.size());
-    const MemoryLevel& level = result_.roofline.level_for(bytes);
+    add_rows({layer.name, "", "", o_.threads, t, p.m, p.n, p.k, 0, 0,
+              result_.roofline.ceiling_gflops(flops, bytes), 0,
+              result_.roofline.level_for(bytes).name, "GFLOP/s"},
+             flops, best, timings);
+  }
+
+  // A row operator's rows: GB/s (its bytes moved once) against the bandwidth of the level
+  // that holds them. M, N: rows and row length; K: 0.
+  void append_rows(const WorkloadLayer& layer, int64_t t, const RowData& data,
+                   const std::map<std::string, Candidate*>& best, ShapeTimings& timings) {
+    const MemoryLevel& level = result_.roofline.level_for(data.bytes);
+    add_rows({layer.name, "", "", o_.threads, t, data.p.rows, data.p.n, 0, 0, 0, level.gbps, 0,
+              level.name, "GB/s"},
+             data.bytes, best, timings);
+  }
+
+  // `shape` with each implementation's time, rate (work / time / 1e9) and error.
+  void add_rows(const Measurement& shape, double work,
+                const std::map<std::string, Candidate*>& best, ShapeTimings& timings) {
     for (auto& [impl, c] : best) {
-      Measurement m{layer.name,
-                    impl,
-                    c->variant,
-                    o_.threads,
-                    t,
-                    p.m,
-                    p.n,
-                    p.k,
-                    median(timings.times[impl]),
-                    0,
-                    result_.roofline.ceiling_gflops(flops, bytes),
-                    c->error,
-                    level.name};
-      m.gflops = flops / m.seconds * 1e-9;
+      Measurement m = shape;
+      m.impl = impl;
+      m.variant = c->variant;
+      m.seconds = median(timings.times[impl]);
+      m.gflops = work / m.seconds * 1e-9;
+      m.max_rel_err = c->error;
       result_.rows.push_back(m);
     }
   }
@@ -449,6 +571,7 @@ class BenchRun {
   const schedule::Isa isa_ = codegen::host_target().isa;
   BenchResult result_;
   LoadedPeers loaded_;
+  std::set<std::string> row_notes_;          // peer + reason: row operators it skipped
   std::map<std::string, double> idle_spin_;  // peer -> how long its workers spin
   double max_idle_spin_ = 0;
   std::mt19937_64 rng_{2024};

@@ -5,6 +5,9 @@
 // loaded with dlopen at run time, so a library missing on the machine is reported by name
 // and the benchmark still runs the others.
 //
+// Dense products (GemmProblem) are every peer's; row operators (RowProblem) are an
+// optional entry point that a plugin may leave out.
+//
 // A peer gets its best honest use: it may prepare several variants of one problem
 // (weight layouts, primitives), each with its own setup done outside the timing; the
 // harness times every variant and keeps the fastest.
@@ -26,6 +29,19 @@ struct GemmProblem {
   int64_t batch = 1, m = 1, n = 1, k = 1;
   bool b_layout_nk = true;
   bool b_shared = true;
+};
+
+// Row operators (BERT's elementwise work), row-major float32, `rows` rows of `n`:
+//   LayerNorm     y = (x - mean) / sqrt(var + eps) * gamma + beta   inputs x, gamma[n], beta[n]
+//   AddLayerNorm  LayerNorm(x + residual)                            x, residual, gamma, beta
+//   Softmax       y = exp(x - max) / sum(exp(x - max)) along each row    x
+//   Gelu          y = 0.5 x (1 + erf(x / sqrt 2))                        x
+// var is the biased variance (mean of squared deviations).
+enum class RowOpKind { LayerNorm, AddLayerNorm, Softmax, Gelu };
+struct RowProblem {
+  RowOpKind op = RowOpKind::LayerNorm;
+  int64_t rows = 1, n = 1;
+  double eps = 1e-5;
 };
 
 struct PeerVariant {
@@ -51,6 +67,20 @@ class Peer {
   // c: batch*m*n). The buffers outlive the variants. Throws std::runtime_error on failure.
   virtual std::vector<PeerVariant> prepare(const GemmProblem& p, const float* a, const float* b,
                                            float* c) = 0;
+
+  // Row operators are optional: a peer that does not override these has none, and the
+  // harness skips it there with this line, as it skips a missing library.
+  virtual std::string row_unsupported(const RowProblem&) const {
+    return "no row operators in this plugin";
+  }
+  // Variants computing `p` from `inputs` (in the order above; they outlive the variants)
+  // into `out` (rows * n). Throws std::runtime_error on failure.
+  virtual std::vector<PeerVariant> prepare_row(const RowProblem& p,
+                                               const std::vector<const float*>& inputs,
+                                               float* out) {
+    (void)p, (void)inputs, (void)out;
+    return {};
+  }
 };
 
 // Each plugin exports this symbol.

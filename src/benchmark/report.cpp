@@ -64,7 +64,7 @@ std::string format_table(const BenchResult& r) {
   };
   std::map<std::string, Summary> all;
   std::map<std::string, std::set<std::string>> layers_of;  // impl -> layers it was measured on
-  std::string comparisons;  // "X vs Y" lines, per layer
+  std::string comparisons;                                 // "X vs Y" lines, per layer
   for (const std::string& layer : layer_order) {
     // Our columns on this layer only (with one module per operator, each layer has its own).
     std::vector<std::string> here;
@@ -75,9 +75,13 @@ std::string format_table(const BenchResult& r) {
     }
     if (here.empty()) here.push_back(ours[0]);
     for (const std::string& o : here) layers_of[o].insert(layer);
-    out += fmt::format("\n{} ({} thread{}), GFLOP/s\n", layer, r.roofline.threads,
-                       r.roofline.threads > 1 ? "s" : "");
-    out += fmt::format("{:>5} {:>5} {:>5}", "M", "N", "K");
+    // Products in GFLOP/s; row operators in GB/s (bytes moved once), rows x N.
+    const std::string& unit = by_layer[layer].begin()->second.begin()->second->unit;
+    const bool rows_layer = unit != "GFLOP/s";
+    out += fmt::format("\n{} ({} thread{}), {}\n", layer, r.roofline.threads,
+                       r.roofline.threads > 1 ? "s" : "", unit);
+    out += rows_layer ? fmt::format("{:>5} {:>5} {:>5}", "T", "rows", "N")
+                      : fmt::format("{:>5} {:>5} {:>5}", "M", "N", "K");
     for (const std::string& o : here) out += fmt::format(" {:>10}", label(o));
     for (const std::string& p : peers) out += fmt::format(" {:>9}", p);
     out += fmt::format(" {:>9}", "best peer");
@@ -99,7 +103,8 @@ std::string format_table(const BenchResult& r) {
     std::map<std::string, Versus> versus;
     for (auto& [t, row] : by_layer[layer]) {
       const Measurement* any = row.begin()->second;
-      out += fmt::format("{:>5} {:>5} {:>5}", any->m, any->n, any->k);
+      out += rows_layer ? fmt::format("{:>5} {:>5} {:>5}", any->t, any->m, any->n)
+                        : fmt::format("{:>5} {:>5} {:>5}", any->m, any->n, any->k);
       for (const std::string& o : here) {
         auto it = row.find(o);
         out += it == row.end() ? fmt::format(" {:>10}", "-")
@@ -145,9 +150,8 @@ std::string format_table(const BenchResult& r) {
     for (auto& [o, v] : versus)
       if (v.count > 0)
         comparisons += fmt::format(
-            "{}: {} vs {}: geomean speed ratio {:.3f} (min {:.3f} at M={}) over {} shapes\n",
-            layer, label(o), label(reference), std::exp(v.log_sum / v.count), v.min, v.min_m,
-            v.count);
+            "{}: {} vs {}: geomean speed ratio {:.3f} (min {:.3f} at M={}) over {} shapes\n", layer,
+            label(o), label(reference), std::exp(v.log_sum / v.count), v.min, v.min_m, v.count);
   }
   // Across layers: each of ours measured on more than one layer; and with one module per
   // layer (modules of different operators), the modules together.
@@ -183,11 +187,11 @@ std::string format_table(const BenchResult& r) {
 void write_csv(const BenchResult& r, const std::string& path) {
   std::ofstream f(path);
   if (!f) user_error("--csv {}: cannot open the file for writing", path);
-  f << "workload,impl,threads,M,N,K,seconds,gflops,roofline_gflops,max_rel_err\n";
+  f << "workload,impl,threads,M,N,K,seconds,gflops,roofline_gflops,max_rel_err,unit\n";
   for (const Measurement& m : r.rows)
-    f << fmt::format("{},{},{},{},{},{},{:.9g},{:.4g},{:.4g},{:.3g}\n", m.workload, m.impl,
+    f << fmt::format("{},{},{},{},{},{},{:.9g},{:.4g},{:.4g},{:.3g},{}\n", m.workload, m.impl,
                      m.threads, m.m, m.n, m.k, m.seconds, m.gflops, m.roofline_gflops,
-                     m.max_rel_err);
+                     m.max_rel_err, m.unit);
   if (!f) user_error("--csv {}: write failed", path);
 }
 
@@ -208,18 +212,18 @@ void write_plot(const BenchResult& r, const std::string& path) {
       fmt::format("set terminal {} size 900,{}\nset output '{}'\n",
                   ext == ".svg" ? "svg dynamic" : "pngcairo", 320 * layers.size(), path);
   script += fmt::format(
-      "set multiplot layout {},1\nset key outside right\nset grid\nset xlabel 'M'\n"
-      "set ylabel 'GFLOP/s'\n",
+      "set multiplot layout {},1\nset key outside right\nset grid\nset xlabel 'M (T)'\n",
       layers.size());
   int file_index = 0;
   for (const std::string& layer : layers) {
-    script += fmt::format("set title '{} ({} threads)'\nplot ", layer, r.roofline.threads);
+    script += fmt::format("set ylabel '{}'\nset title '{} ({} threads)'\nplot ",
+                          series[layer].begin()->second[0]->unit, layer, r.roofline.threads);
     bool first = true;
     for (auto& [impl, rows] : series[layer]) {
       fs::path data = dir / fmt::format("{}.dat", file_index++);
       std::ofstream f(data);
       for (const Measurement* m : rows)
-        f << m->m << " " << m->gflops << " " << m->roofline_gflops << "\n";
+        f << m->t << " " << m->gflops << " " << m->roofline_gflops << "\n";
       script += fmt::format("{}'{}' using 1:2 with linespoints title '{}'", first ? "" : ", ",
                             data.string(), impl);
       if (impl.rfind("dietcode", 0) == 0 && impl == series[layer].begin()->first)

@@ -18,8 +18,11 @@ struct Measurement {
   std::string variant;   // the peer's variant or our schedule (JSON)
   int threads = 1;
   int64_t t = 0, m = 0, n = 0, k = 0;
+  // The rate is `unit`: GFLOP/s for products; GB/s (bytes moved once) for row operators,
+  // where M and N are rows and row length and K is 0.
   double seconds = 0, gflops = 0, roofline_gflops = 0, max_rel_err = 0;
   std::string level;  // the memory level holding the data
+  std::string unit = "GFLOP/s";
 };
 
 struct BenchResult {

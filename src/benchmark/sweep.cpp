@@ -142,4 +142,19 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
   return grid;
 }
 
+std::vector<schedule::RowSchedule> row_sweep_grid(schedule::Isa isa, int threads) {
+  std::vector<schedule::RowSchedule> grid;
+  for (int64_t unroll : {1, 2, 4})
+    for (int64_t rows : {1, 4, 16, 64}) {
+      schedule::RowSchedule s;
+      s.isa = isa;
+      s.unroll = unroll;
+      s.rows_per_task = rows;
+      s.parallel = threads > 1;
+      s.passes = schedule::ReductionPasses::Fused;
+      grid.push_back(s);
+    }
+  return grid;
+}
+
 }  // namespace dietcode::bench

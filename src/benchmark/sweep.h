@@ -1,17 +1,23 @@
-// The modest grid of micro-kernels that `dietcode bench --sweep` tries on every shape,
-// keeping the fastest per shape: the "oracle" upper bound that tuning is judged against.
+// The modest grids of micro-kernels (and of row schedules) that `dietcode bench --sweep` tries on
+// every shape, keeping the fastest per shape: the "oracle" upper bound that tuning is judged
+// against.
 #pragma once
 
 #include <vector>
 
 #include "schedule/micro_kernel.h"
+#include "schedule/row_schedule.h"
 #include "te/tensor.h"
 
 namespace dietcode::bench {
 
 // Register tiles that fill the ISA's vector registers, each with a few block and
 // parallelization choices sized for `threads`; only schedules valid for `op` are kept.
-std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op,
-                                                      schedule::Isa isa, int threads);
+std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, schedule::Isa isa,
+                                                      int threads);
+
+// The row schedules tried on a row operator's every shape: unroll 1, 2, 4 (independent
+// accumulators) x 1, 4, 16, 64 rows per task; parallel tasks with more than one thread.
+std::vector<schedule::RowSchedule> row_sweep_grid(schedule::Isa isa, int threads);
 
 }  // namespace dietcode::bench

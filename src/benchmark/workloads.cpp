@@ -4,6 +4,7 @@
 
 #include "ops/batch_matmul.h"
 #include "ops/dense.h"
+#include "ops/row_ops.h"
 #include "support/error.h"
 
 namespace dietcode::bench {
@@ -12,11 +13,16 @@ GemmProblem WorkloadLayer::problem(int64_t t) const {
   return GemmProblem{batch, t_in_m ? t : m, t_in_n ? t : n, t_in_k ? t : k, b_layout_nk, b_shared};
 }
 
+RowProblem WorkloadLayer::row_problem(int64_t t) const {
+  return RowProblem{row_kind, row_batch * t, row_n > 0 ? row_n : t, 1e-5};
+}
+
 WorkloadLayer layer_for_operator(const std::string& name, const ops::OperatorSpec& spec) {
   if (spec.epilogue != "none")
-    user_error("{}: epilogue {}: the peers compute plain products; bench measures operators "
-               "without an epilogue",
-               name, spec.epilogue);
+    user_error(
+        "{}: epilogue {}: the peers compute plain products; bench measures operators "
+        "without an epilogue",
+        name, spec.epilogue);
   WorkloadLayer l;
   l.name = name;
   l.op = spec.build();
@@ -31,7 +37,7 @@ WorkloadLayer layer_for_operator(const std::string& name, const ops::OperatorSpe
 }
 
 bool layer_computes(const WorkloadLayer& layer, const ops::OperatorSpec& spec) {
-  if (spec.epilogue != "none") return false;
+  if (spec.epilogue != "none" || layer.is_row) return false;
   WorkloadLayer want = layer_for_operator("", spec);
   return layer.t_in_m && !layer.t_in_n && !layer.t_in_k && layer.batch == want.batch &&
          layer.n == want.n && layer.k == want.k && layer.b_layout_nk == want.b_layout_nk &&
@@ -39,7 +45,7 @@ bool layer_computes(const WorkloadLayer& layer, const ops::OperatorSpec& spec) {
 }
 
 std::vector<std::string> workload_names() {
-  return {"bert-dense", "bert-dense-2304x768", "bert-attention"};
+  return {"bert-dense", "bert-dense-2304x768", "bert-attention", "bert-elementwise"};
 }
 
 Workload make_workload(const std::string& name, int64_t t_max) {
@@ -77,6 +83,27 @@ Workload make_workload(const std::string& name, int64_t t_max) {
     sv.b_layout_nk = false;
     sv.b_shared = false;
     w.layers = {qk, sv};
+    return w;
+  }
+  if (name == "bert-elementwise") {
+    auto row_layer = [&](const char* layer_name, te::Operator op, RowOpKind kind, int64_t batch,
+                         int64_t n) {
+      WorkloadLayer l;
+      l.name = layer_name;
+      l.op = std::move(op);
+      l.is_row = true;
+      l.row_kind = kind;
+      l.row_batch = batch;
+      l.row_n = n;
+      w.layers.push_back(std::move(l));
+    };
+    using ops::kM;
+    row_layer("bert-layer_norm-768", ops::layer_norm(1, t_max, 768), RowOpKind::LayerNorm, 1, 768);
+    row_layer("bert-add_layer_norm-768", ops::add_layer_norm(1, t_max, 768),
+              RowOpKind::AddLayerNorm, 1, 768);
+    row_layer("bert-softmax-12xTxT", ops::softmax(1, t_max, {12, kM, kM}), RowOpKind::Softmax, 12,
+              0);
+    row_layer("bert-gelu-3072", ops::gelu(1, t_max, {kM, 3072}), RowOpKind::Gelu, 1, 3072);
     return w;
   }
   std::string known;

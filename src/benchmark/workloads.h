@@ -6,6 +6,8 @@
 //   bert-dense-2304x768  the first of them alone (the tuning benchmark's layer)
 //   bert-attention  batch_matmul over 12 heads, head size 64: Q K^T ([T,64] x [64,T])
 //                   and S V ([T,T] x [T,64])
+//   bert-elementwise  the row operators between them: LayerNorm and add + LayerNorm on
+//                   T x 768, softmax over 12 x T rows of T, GELU (erf form) on T x 3072
 #pragma once
 
 #include <string>
@@ -22,6 +24,11 @@ struct WorkloadLayer {
   te::Operator op;   // one shape variable, T
   // The problem at sequence length t, as the peers see it.
   GemmProblem problem(int64_t t) const;
+  // A row operator instead of a product: row_batch * T rows of row_n (0: T) columns.
+  bool is_row = false;
+  RowOpKind row_kind = RowOpKind::LayerNorm;
+  int64_t row_batch = 1, row_n = 0;
+  RowProblem row_problem(int64_t t) const;
   bool t_in_m = true, t_in_n = false, t_in_k = false;
   int64_t batch = 1, m = 0, n = 0, k = 0;  // fixed dims (0 where T stands)
   bool b_layout_nk = true, b_shared = true;

@@ -1,6 +1,7 @@
 // The one GELU of generated code (codegen/llvm/activation.h), compiled as scalar and as
 // vector code, against the exact GELU (double-precision std::erf) over a dense range.
-// The bounds here are the accuracy activation.h states.
+// The bounds here are the accuracy activation.h states (tightened with the rational erfc,
+// which replaced the exp-based Abramowitz & Stegun form: 5e-7, 5e-7 and 2e-4 before).
 #include <gtest/gtest.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
@@ -90,9 +91,9 @@ TEST(Gelu, ScalarAndVectorCodeAreOneDefinitionWithinItsStatedAccuracy) {
       "gelu vs exact over [-10, 10]: max abs error %.3g (x = %g); max rel error %.3g for x > 0, "
       "%.3g where |gelu| >= 1e-3 (x = %g), %.3g anywhere (the far negative tail)\n",
       max_abs, at_abs, max_rel_positive, max_rel, at_rel, max_rel_anywhere);
-  EXPECT_LT(max_abs, 5e-7);
-  EXPECT_LT(max_rel_positive, 5e-7);
-  EXPECT_LT(max_rel, 2e-4);
+  EXPECT_LT(max_abs, 4.5e-7);
+  EXPECT_LT(max_rel_positive, 2.5e-7);
+  EXPECT_LT(max_rel, 5e-5);
 }
 
 TEST(Gelu, SpecialValues) {

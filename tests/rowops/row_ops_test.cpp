@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -199,7 +200,18 @@ TEST(RowOps, ExpPolynomialAccuracy) {
   std::printf("[ measured ] exp max relative error %.2e over [-87, 88.7]\n", worst);
   EXPECT_LE(worst, 3e-7);
   // Outside the range: 0 below, infinity above, NaN through.
-  std::vector<float> special{-1e3f, -88.f, 89.f, 1e3f, INFINITY, -INFINITY, std::nanf("")};
+  // Also: a NaN with payload bits where the exponent trick adds n; the last finite
+  // input below ln(FLT_MAX) and the first above it.
+  std::vector<float> special{-1e3f,
+                             -88.f,
+                             89.f,
+                             1e3f,
+                             INFINITY,
+                             -INFINITY,
+                             std::nanf(""),
+                             std::bit_cast<float>(0xffc001ffu),
+                             88.72283172607422f,
+                             88.72283935546875f};
   std::vector<float> got(special.size());
   k.run({int64_t(special.size())}, {{special.data(), int64_t(special.size())}},
         {got.data(), int64_t(got.size())});
@@ -210,6 +222,9 @@ TEST(RowOps, ExpPolynomialAccuracy) {
   EXPECT_EQ(got[4], INFINITY);
   EXPECT_EQ(got[5], 0.0f);
   EXPECT_TRUE(std::isnan(got[6]));
+  EXPECT_TRUE(std::isnan(got[7]));
+  EXPECT_TRUE(std::isfinite(got[8]) && got[8] > 3.4e38f) << got[8];
+  EXPECT_EQ(got[9], INFINITY);
 }
 
 TEST(RowOps, ScheduleIsTypedData) {

@@ -52,7 +52,8 @@ void register_bench(CLI::App& app, Action& action) {
       app.add_subcommand("bench", "measure generated kernels against the vendor libraries");
   CLI::Option* workload =
       cmd->add_option("--workload", o->job.options.workload,
-                      "bert-dense, bert-attention, or modules (one table per operator of the "
+                      "bert-dense, bert-attention, bert-elementwise, or modules (one table per "
+                      "operator of the "
                       "modules, side by side; the default when --module is given)")
           ->capture_default_str();
   cmd->add_option("--M", o->m, "sequence lengths: '1,17,127', '1..128' or both")
@@ -76,8 +77,9 @@ void register_bench(CLI::App& app, Action& action) {
                   "timed seconds per implementation and shape")
       ->capture_default_str();
   cmd->add_option("--csv", o->job.csv_path, "write one row per measurement to this CSV file");
-  cmd->add_option("--plot", o->job.plot_path,
-                  "write GFLOP/s vs M to this .svg or .png file (gnuplot)");
+  cmd->add_option(
+      "--plot", o->job.plot_path,
+      "write GFLOP/s (GB/s for row operators) vs M to this .svg or .png file (gnuplot)");
   cmd->add_flag("--quiet", o->job.options.quiet, "no progress on stderr");
   cmd->callback([&action, o, workload] {
     o->workload_given = workload->count() > 0;

@@ -12,23 +12,25 @@ namespace dietcode::codegen {
 // max(x, 0).
 llvm::Value* emit_relu(llvm::IRBuilder<>& b, llvm::Value* x);
 
-// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), with erf by Abramowitz & Stegun 7.1.26
-// (|error| < 1.5e-7 in exact arithmetic) in its erfc form, so that 1 + erf(z) for
-// z < 0 is computed without cancellation. Branch-free; calls llvm.exp.
-// exp is emit_exp below (vectorizable; llvm.exp on a vector is scalarized into libm calls).
+// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), with 1 + erf(z) = erfc(-z) and erfc(|z|) one
+// rational function P(a) / Q(a) (degrees 5 and 9, fitted on [0, 4] by
+// scripts/fit_approximations.cpp; 0 beyond): no exp, one division, and 1 + erf(z) for
+// z < 0 computed without cancellation. Branch-free.
 // Accuracy in float against the exact GELU (double-precision std::erf), measured by
 // tests/codegen/gelu_test.cpp over x in [-10, 10] in steps of 2^-12: absolute error at
-// most 4.2e-7 everywhere; relative error at most 4.2e-7 for x > 0 and 1.7e-4 wherever
+// most 4.0e-7 everywhere; relative error at most 1.8e-7 for x > 0 and 3.5e-5 wherever
 // |gelu(x)| >= 1e-3 (x >= -3.44); beyond, in the negative tail where |gelu(x)| < 1e-3,
-// the approximation's relative error grows (to ~50% where |gelu| ~ 1e-20).
+// the relative error grows (to 100% for x < -5.66, where erfc is taken as 0 and
+// |gelu(x)| < 4.4e-8).
 llvm::Value* emit_gelu(llvm::IRBuilder<>& b, llvm::Value* x);
 
 // exp(x), branch-free and vectorizable (llvm.exp on a vector would be scalarized into
-// libm calls): x = n ln 2 + r with |r| <= ln(2)/2 (Cody-Waite, two-part ln 2), a
-// degree-6 polynomial for exp(r) (Cephes expf's coefficients), 2^n built in the
-// exponent bits (as two factors, so that n = 128 stays exact). Below -87.34 (where
-// exp(x) < FLT_MIN) the result is 0, not a denormal; above 88.72 it is infinity; NaN
-// stays NaN. Maximum relative error 8.2e-8 over [-87, 88] (tests/rowops/row_ops_test.cpp).
+// libm calls): x = n ln 2 + r with |r| <= ln(2)/2 (n rounded by the 1.5 * 2^23 shifter,
+// r by Cody-Waite with a two-part ln 2), a degree-5 polynomial for exp(r) (fitted by
+// scripts/fit_approximations.cpp), n added into the result's exponent field. Below -87.34
+// (where exp(x) < FLT_MIN) the result is 0; above 88.7228 it is infinity;
+// NaN stays NaN. 16 vector instructions. Maximum relative error 1.6e-7 over [-87, 88.7]
+// (tests/rowops/row_ops_test.cpp).
 llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Value* x);
 
 // gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed as

@@ -38,10 +38,10 @@ class RowKernelEmitter {
       llvm::Value* ptr = output_ptr(base);
       llvm::Value* v;
       if (k_.reuse >= 0) {  // the reused pass stored the elements; scale them
-        llvm::Value* stored =
-            mask ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(vec_type_, ptr, llvm::Align(4), mask,
-                                       llvm::Constant::getNullValue(vec_type_)))
-                 : b_.CreateAlignedLoad(vec_type_, ptr, llvm::Align(4));
+        llvm::Value* stored = mask ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(
+                                         vec_type_, ptr, llvm::Align(4), mask,
+                                         llvm::Constant::getNullValue(vec_type_)))
+                                   : b_.CreateAlignedLoad(vec_type_, ptr, llvm::Align(4));
         v = b_.CreateFMul(stored, vec(k_.scale, k_.col, base, mask));
       } else {
         v = vec(k_.value, k_.col, base, mask);
@@ -70,8 +70,11 @@ class RowKernelEmitter {
   llvm::Value* identity(ReduceOp op) {
     return fconst(op == ReduceOp::Sum ? 0.0 : -std::numeric_limits<double>::infinity());
   }
+  // max as x > a ? x : a: one vmaxps on x86, where llvm.maxnum costs a NaN blend too; the
+  // same value, since a (from the identity -inf) is never NaN: a NaN x is skipped either way.
   llvm::Value* combine(ReduceOp op, llvm::Value* a, llvm::Value* x) {
-    return op == ReduceOp::Sum ? b_.CreateFAdd(a, x) : b_.CreateMaxNum(a, x);
+    if (op == ReduceOp::Sum) return b_.CreateFAdd(a, x);
+    return b_.CreateSelect(b_.CreateFCmpOGT(x, a), x, a);
   }
 
   // Calls body(column base, accumulator index, mask or null) over the whole row:
@@ -148,7 +151,12 @@ class RowKernelEmitter {
         llvm::cast<llvm::Instruction>(sum)->setFastMathFlags(fmf);
         scalar = sum;
       } else {
-        scalar = b_.CreateFPMaxReduce(total);
+        // The lanes are never NaN (combine above), which lets the reduction be a vmaxps tree.
+        auto* max = b_.CreateFPMaxReduce(total);
+        llvm::FastMathFlags fmf;
+        fmf.setNoNaNs();
+        llvm::cast<llvm::Instruction>(max)->setFastMathFlags(fmf);
+        scalar = max;
       }
       reduce_values_[r.reduce.get()] = scalar;
       stage_values_[r.result.get()] = b_.CreateExtractElement(vec(r.value, Var(), nullptr, nullptr),
