@@ -484,6 +484,15 @@ TuneReport tune(const TuneOptions& o) {
       user_error("per-shape M={} is outside the declared range {}..{}", m, o.op.m_min,
                  o.op.m_max);
   o.op.build();  // validates
+  // Only contractions have a search space, a cost model and a module format so far; say so
+  // before a records file is created.
+  if (ops::is_row_operator(o.op.op) || o.op.op == "attention")
+    user_error(
+        "operator {}: tuning covers dense and batch_matmul so far; {} has its own schedule "
+        "kind, which `dietcode verify --op {}` checks and `dietcode bench --workload {}` "
+        "measures under a grid of schedules",
+        o.op.op, o.op.op, o.op.op,
+        o.op.op == "attention" ? "bert-attention" : "bert-elementwise");
   auto start = std::chrono::steady_clock::now();
   RecordFile records =
       RecordFile::open({o.records_path, workload_json(o.op, o.threads), this_machine()});
