@@ -65,22 +65,13 @@ llvm::Value* FunctionEmitter::entry_alloca(llvm::Type* type, uint64_t count, uin
 
 void FunctionEmitter::emit_loop(llvm::Value* begin, llvm::Value* end,
                                 const std::function<void(llvm::Value*)>& body, const char* name) {
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  llvm::BasicBlock* header =
-      llvm::BasicBlock::Create(ctx_, std::string(name) + ".header", function_);
-  llvm::BasicBlock* loop = llvm::BasicBlock::Create(ctx_, std::string(name) + ".body", function_);
-  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".exit", function_);
-  b_.CreateBr(header);
-  b_.SetInsertPoint(header);
-  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, name);
-  i->addIncoming(begin, pre);
-  b_.CreateCondBr(b_.CreateICmpSLT(i, end), loop, exit);
-  b_.SetInsertPoint(loop);
-  body(i);
-  llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", /*HasNUW=*/false, /*HasNSW=*/true);
-  i->addIncoming(next, b_.GetInsertBlock());
-  b_.CreateBr(header);
-  b_.SetInsertPoint(exit);
+  emit_loop(
+      begin, end, {},
+      [&](llvm::Value* i, const Carried&) {
+        body(i);
+        return Carried{};
+      },
+      name);
 }
 
 FunctionEmitter::Carried FunctionEmitter::emit_loop(
