@@ -383,8 +383,14 @@ class BenchRun {
         ours.kernels.push_back(std::move(k));
       }
       if (!o_.kernels.empty()) note(fmt::format("--kernels: not used on {}", layer.name));
-      if (!o_.quiet)
-        fmt::print(stderr, "{}: {} attention schedules\n", layer.name, ours.kernels.size());
+      std::vector<double> compile;
+      for (const OurKernel& k : ours.kernels) compile.push_back(k.kernel.compile_seconds());
+      std::sort(compile.begin(), compile.end());
+      note(
+          fmt::format("{}: JIT compile time per attention kernel: median {:.1f} ms (min {:.1f}, "
+                      "max {:.1f}) over {}",
+                      layer.name, 1e3 * compile[compile.size() / 2], 1e3 * compile.front(),
+                      1e3 * compile.back(), compile.size()));
       return ours;
     }
     if (layer.is_row) {  // a row operator: the row schedule grid

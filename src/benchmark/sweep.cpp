@@ -163,9 +163,9 @@ std::vector<schedule::AttentionSchedule> attention_sweep_grid(schedule::Isa isa,
   if (threads > 1) parallel = {AttentionParallel::Heads, AttentionParallel::HeadsAndQueryTiles};
   std::vector<schedule::AttentionSchedule> grid;
   for (AttentionParallel par : parallel)
-    for (int64_t tile : {8, 16, 24, 32})
-      for (int64_t block : {32, 64, 128})
-        for (int64_t unroll : {2, 4, 8}) {
+    for (int64_t tile : {1, 8, 16, 24, 32})
+      for (int64_t block : {8, 32, 64, 128})
+        for (int64_t unroll : {1, 2, 4, 8}) {
           schedule::AttentionSchedule s;
           s.isa = isa;
           s.query_tile = tile;
