@@ -538,10 +538,11 @@ class BenchRun {
     return candidates;
   }
 
-  // Phase 4 for fused attention: our attention kernels, and the best composition of peers:
-  // the fastest variant of any peer on Q K^T (scale folded into Q), the fastest softmax of
-  // a peer with row operators, the fastest variant of any peer on S V, each stage screened
-  // here (best of 3, in order, on this shape's data), then run back to back as one candidate.
+  // Phase 4 for fused attention: our attention kernels, and compositions of peers: each
+  // peer's fastest variant on Q K^T (scale folded into Q), on the softmax (the peers with
+  // row operators) and on S V, each stage screened here (best of 3, in order, on this
+  // shape's data); every combination of them, run back to back, is a variant of
+  // "composition", the fastest kept (phase 5).
   std::vector<Candidate> bind_attention_candidates(const WorkloadLayer& layer, OurCandidates& ours,
                                                    AttentionData& data, size_t ti) {
     const int64_t t = o_.t_values[ti];
@@ -559,8 +560,9 @@ class BenchRun {
     if (loaded_.peers.empty()) return candidates;
     const RowProblem softmax{RowOpKind::Softmax, layer.batch * t, t, 1e-5};
     // The fastest variant of the peers' variants of one stage, or none.
+    // Per peer, its fastest variant of one stage.
     auto fastest = [&](const char* stage, auto prepare) {
-      std::optional<Candidate> best;
+      std::vector<Candidate> best;
       for (auto& peer : loaded_.peers) {
         std::vector<PeerVariant> variants;
         try {
@@ -568,48 +570,56 @@ class BenchRun {
         } catch (const std::exception& e) {
           note(fmt::format("{} on {} ({}) T={}: {}", peer->name(), layer.name, stage, t, e.what()));
         }
+        std::optional<Candidate> mine;
         for (PeerVariant& v : variants) {
           v.run();
           double screen = 1e30;
           for (int r = 0; r < 3; ++r) screen = std::min(screen, time_once(v.run));
           if (o_.threads > 1) sleep_for(idle_spin_[peer->name()]);
-          if (!best || screen < best->screen)
-            best = Candidate{peer->name(), fmt::format("{}[{}]", peer->name(), v.label), v.run, 0,
+          if (!mine || screen < mine->screen)
+            mine = Candidate{peer->name(), fmt::format("{}[{}]", peer->name(), v.label), v.run, 0,
                              screen};
         }
+        if (mine) best.push_back(*mine);
       }
       return best;
     };
-    std::optional<Candidate> qk = fastest("Q K^T", [&](Peer& peer) -> std::vector<PeerVariant> {
+    std::vector<Candidate> qk = fastest("Q K^T", [&](Peer& peer) -> std::vector<PeerVariant> {
       GemmProblem p = layer.qk_problem(t);
       if (!peer.unsupported(p).empty()) return {};
       return peer.prepare(p, data.q_scaled.data(), data.k.data(), data.scores.data());
     });
-    std::optional<Candidate> sm = fastest("softmax", [&](Peer& peer) -> std::vector<PeerVariant> {
+    std::vector<Candidate> sm = fastest("softmax", [&](Peer& peer) -> std::vector<PeerVariant> {
       if (!peer.row_unsupported(softmax).empty()) return {};
       return peer.prepare_row(softmax, {data.scores.data()}, data.probs.data());
     });
-    std::optional<Candidate> sv = fastest("S V", [&](Peer& peer) -> std::vector<PeerVariant> {
+    std::vector<Candidate> sv = fastest("S V", [&](Peer& peer) -> std::vector<PeerVariant> {
       GemmProblem p = layer.sv_problem(t);
       if (!peer.unsupported(p).empty()) return {};
       return peer.prepare(p, data.probs.data(), data.v.data(), data.out.data());
     });
-    if (!qk || !sm || !sv) {
+    if (qk.empty() || sm.empty() || sv.empty()) {
       if (ti == 0)
         note(fmt::format("{}: no composition of peers (no peer computes {}); only ours measured",
                          layer.name,
-                         !qk   ? "Q K^T"
-                         : !sm ? "the softmax"
-                               : "S V"));
+                         qk.empty()   ? "Q K^T"
+                         : sm.empty() ? "the softmax"
+                                      : "S V"));
       return candidates;
     }
-    candidates.push_back({"composition",
-                          fmt::format("{} + {} + {}", qk->variant, sm->variant, sv->variant),
-                          [qk = qk->run, sm = sm->run, sv = sv->run] {
-                            qk();
-                            sm();
-                            sv();
-                          }});
+    // Every combination of the peers' stages is a variant of "composition": screened as a
+    // whole (phase 5), so that libraries whose thread pools fight when called back to back
+    // (with several threads) are not composed by their times alone.
+    for (const Candidate& a : qk)
+      for (const Candidate& b : sm)
+        for (const Candidate& c : sv)
+          candidates.push_back({"composition",
+                                fmt::format("{} + {} + {}", a.variant, b.variant, c.variant),
+                                [qk = a.run, sm = b.run, sv = c.run] {
+                                  qk();
+                                  sm();
+                                  sv();
+                                }});
     return candidates;
   }
 
