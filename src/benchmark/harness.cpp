@@ -22,6 +22,7 @@
 #include "benchmark/sweep.h"
 #include "benchmark/workloads.h"
 #include "codegen/llvm/target.h"
+#include "ops/attention.h"
 #include "reference/reference.h"
 #include "runtime/kernel.h"
 #include "runtime/thread_pool.h"
@@ -157,6 +158,67 @@ struct RowData {
   }
 };
 
+// The data of one fused-attention problem: Q, K, V (normal(0, 1)), the output, and the
+// composition's buffers: Q times the scale (1/8 for a head size of 64: exact, a power of
+// two, so the composition's plain products see the same scores; made outside the
+// timing), the scores and the probabilities, batch x T x T each. Checked rows: (head,
+// query row) pairs, against reference::evaluate_at of the unscheduled operator.
+struct AttentionData {
+  int64_t t, heads, d;
+  std::vector<float> q, k, v, out, q_scaled, scores, probs;
+  std::vector<int64_t> check_rows;
+  std::vector<double> want;  // the check rows, in order, d values each
+
+  AttentionData(const WorkloadLayer& layer, int64_t t_, std::mt19937_64& rng)
+      : t(t_), heads(layer.batch), d(layer.k) {
+    std::normal_distribution<float> dist(0, 1);
+    for (auto* x : {&q, &k, &v}) {
+      x->resize(heads * t * d);
+      for (float& e : *x) e = dist(rng);
+    }
+    out.resize(heads * t * d);
+    const float scale = float(ops::match_attention(layer.op).scale);
+    q_scaled = q;
+    for (float& e : q_scaled) e *= scale;
+    scores.resize(heads * t * t);
+    probs.resize(heads * t * t);
+    std::vector<int64_t> rows{0, heads * t - 1};
+    for (int i = 0; i < 6; ++i)
+      rows.push_back(std::uniform_int_distribution<int64_t>(0, heads * t - 1)(rng));
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    check_rows = rows;
+    std::vector<int64_t> flat;
+    for (int64_t r : rows)
+      for (int64_t j = 0; j < d; ++j) flat.push_back(r * d + j);
+    want = reference::evaluate_at(layer.op, {t}, {q.data(), k.data(), v.data()}, flat);
+  }
+
+  void poison() {
+    std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+    std::fill(scores.begin(), scores.end(), std::numeric_limits<float>::quiet_NaN());
+    std::fill(probs.begin(), probs.end(), std::numeric_limits<float>::quiet_NaN());
+  }
+
+  // Largest relative error (L2 over a row of d) over the checked rows; infinite if any
+  // output value is not finite.
+  double error() const {
+    for (float e : out)
+      if (!std::isfinite(e)) return std::numeric_limits<double>::infinity();
+    double worst = 0;
+    for (size_t r = 0; r < check_rows.size(); ++r) {
+      double num = 0, den = 0;
+      for (int64_t j = 0; j < d; ++j) {
+        double got = out[check_rows[r] * d + j], w = want[r * d + j];
+        num += (got - w) * (got - w);
+        den += w * w;
+      }
+      worst = std::max(worst, std::sqrt(num / std::max(den, 1e-30)));
+    }
+    return worst;
+  }
+};
+
 constexpr double kTolerance = 1e-5;
 
 struct Candidate {
@@ -275,6 +337,8 @@ class BenchRun {
       idle_spin_[peer->name()] = peer->idle_spin_seconds();
       max_idle_spin_ = std::max(max_idle_spin_, peer->idle_spin_seconds());
     }
+    // A composition of peers (fused attention) waits for the slowest of them.
+    idle_spin_["composition"] = max_idle_spin_;
     // Start every peer's thread pool (a small problem, once) with this thread's full CPU
     // mask, then pin this thread to the first CPU, beside our pinned workers: every
     // library is called from the same thread, and our workers cannot be woken onto its CPU.
@@ -312,6 +376,23 @@ class BenchRun {
     }
     if (!run_sweep() && ours.modules.empty()) return ours;
     if (!run_sweep() && ours.modules.size() == 1) ours.modules[0].impl = "dietcode";
+    if (layer.is_attention) {  // fused attention: the attention schedule grid
+      for (const schedule::AttentionSchedule& s : attention_sweep_grid(isa_, o_.threads)) {
+        OurKernel k{runtime::Kernel::compile(layer.op, s), {}};
+        result_.compile_seconds.push_back(k.kernel.compile_seconds());
+        ours.kernels.push_back(std::move(k));
+      }
+      if (!o_.kernels.empty()) note(fmt::format("--kernels: not used on {}", layer.name));
+      std::vector<double> compile;
+      for (const OurKernel& k : ours.kernels) compile.push_back(k.kernel.compile_seconds());
+      std::sort(compile.begin(), compile.end());
+      note(
+          fmt::format("{}: JIT compile time per attention kernel: median {:.1f} ms (min {:.1f}, "
+                      "max {:.1f}) over {}",
+                      layer.name, 1e3 * compile[compile.size() / 2], 1e3 * compile.front(),
+                      1e3 * compile.back(), compile.size()));
+      return ours;
+    }
     if (layer.is_row) {  // a row operator: the row schedule grid
       for (const schedule::RowSchedule& s : row_sweep_grid(isa_, o_.threads)) {
         OurKernel k{runtime::Kernel::compile(layer.op, s), {}};
@@ -351,7 +432,10 @@ class BenchRun {
   // One shape of a layer: phases 4 to 8.
   void measure_shape(const WorkloadLayer& layer, OurCandidates& ours, size_t ti) {
     const int64_t t = o_.t_values[ti];
-    if (layer.is_row) {
+    if (layer.is_attention) {
+      AttentionData data(layer, t, rng_);
+      measure(layer, t, bind_attention_candidates(layer, ours, data, ti), data);
+    } else if (layer.is_row) {
       RowData data(layer, t, rng_);
       measure(layer, t, bind_row_candidates(layer, ours, data, ti), data);
     } else {
@@ -454,6 +538,91 @@ class BenchRun {
     return candidates;
   }
 
+  // Phase 4 for fused attention: our attention kernels, and compositions of peers: each
+  // peer's fastest variant on Q K^T (scale folded into Q), on the softmax (the peers with
+  // row operators) and on S V, each stage screened here (best of 3, in order, on this
+  // shape's data); every combination of them, run back to back, is a variant of
+  // "composition", the fastest kept (phase 5).
+  std::vector<Candidate> bind_attention_candidates(const WorkloadLayer& layer, OurCandidates& ours,
+                                                   AttentionData& data, size_t ti) {
+    const int64_t t = o_.t_values[ti];
+    std::vector<runtime::ConstTensor> args;
+    for (const auto* in : {&data.q, &data.k, &data.v})
+      args.push_back({in->data(), int64_t(in->size())});
+    std::vector<Candidate> candidates;
+    for (OurKernel& k : ours.kernels) {
+      runtime::Kernel* kernel = &k.kernel;
+      candidates.push_back({"dietcode", schedule::to_json_text(k.kernel.attention_schedule()),
+                            [kernel, args, t, &data] {
+                              kernel->run({t}, args, {data.out.data(), int64_t(data.out.size())});
+                            }});
+    }
+    if (loaded_.peers.empty()) return candidates;
+    const RowProblem softmax{RowOpKind::Softmax, layer.batch * t, t, 1e-5};
+    // The fastest variant of the peers' variants of one stage, or none.
+    // Per peer, its fastest variant of one stage.
+    auto fastest = [&](const char* stage, auto prepare) {
+      std::vector<Candidate> best;
+      for (auto& peer : loaded_.peers) {
+        std::vector<PeerVariant> variants;
+        try {
+          variants = prepare(*peer);
+        } catch (const std::exception& e) {
+          note(fmt::format("{} on {} ({}) T={}: {}", peer->name(), layer.name, stage, t, e.what()));
+        }
+        std::optional<Candidate> mine;
+        for (PeerVariant& v : variants) {
+          v.run();
+          double screen = 1e30;
+          for (int r = 0; r < 3; ++r) screen = std::min(screen, time_once(v.run));
+          if (o_.threads > 1) sleep_for(idle_spin_[peer->name()]);
+          if (!mine || screen < mine->screen)
+            mine = Candidate{peer->name(), fmt::format("{}[{}]", peer->name(), v.label), v.run, 0,
+                             screen};
+        }
+        if (mine) best.push_back(*mine);
+      }
+      return best;
+    };
+    std::vector<Candidate> qk = fastest("Q K^T", [&](Peer& peer) -> std::vector<PeerVariant> {
+      GemmProblem p = layer.qk_problem(t);
+      if (!peer.unsupported(p).empty()) return {};
+      return peer.prepare(p, data.q_scaled.data(), data.k.data(), data.scores.data());
+    });
+    std::vector<Candidate> sm = fastest("softmax", [&](Peer& peer) -> std::vector<PeerVariant> {
+      if (!peer.row_unsupported(softmax).empty()) return {};
+      return peer.prepare_row(softmax, {data.scores.data()}, data.probs.data());
+    });
+    std::vector<Candidate> sv = fastest("S V", [&](Peer& peer) -> std::vector<PeerVariant> {
+      GemmProblem p = layer.sv_problem(t);
+      if (!peer.unsupported(p).empty()) return {};
+      return peer.prepare(p, data.probs.data(), data.v.data(), data.out.data());
+    });
+    if (qk.empty() || sm.empty() || sv.empty()) {
+      if (ti == 0)
+        note(fmt::format("{}: no composition of peers (no peer computes {}); only ours measured",
+                         layer.name,
+                         qk.empty()   ? "Q K^T"
+                         : sm.empty() ? "the softmax"
+                                      : "S V"));
+      return candidates;
+    }
+    // Every combination of the peers' stages is a variant of "composition": screened as a
+    // whole (phase 5), so that libraries whose thread pools fight when called back to back
+    // (with several threads) are not composed by their times alone.
+    for (const Candidate& a : qk)
+      for (const Candidate& b : sm)
+        for (const Candidate& c : sv)
+          candidates.push_back({"composition",
+                                fmt::format("{} + {} + {}", a.variant, b.variant, c.variant),
+                                [qk = a.run, sm = b.run, sv = c.run] {
+                                  qk();
+                                  sm();
+                                  sv();
+                                }});
+    return candidates;
+  }
+
   // Phase 5: each candidate checked once against float64 on a poisoned output (a wrong
   // one is excluded and reported), then screened (best of 3). Peers' workers from the
   // last shape must be idle first, or they would slow our screening.
@@ -547,6 +716,22 @@ class BenchRun {
     add_rows({layer.name, "", "", o_.threads, t, data.p.rows, data.p.n, 0, 0, 0, level.gbps, 0,
               level.name, "GB/s"},
              data.bytes, best, timings);
+  }
+
+  // Fused attention's rows: GFLOP/s of 4 T^2 D per head against the roofline of those
+  // FLOPs and of Q, K, V and O moved once. M, N, K: T, T, D. The composition's stages
+  // are named in a note.
+  void append_rows(const WorkloadLayer& layer, int64_t t, const AttentionData& data,
+                   const std::map<std::string, Candidate*>& best, ShapeTimings& timings) {
+    double flops = layer.attention_flops(t);
+    double bytes = 4.0 * double(4 * data.heads * t * data.d);
+    add_rows({layer.name, "", "", o_.threads, t, t, t, data.d, 0, 0,
+              result_.roofline.ceiling_gflops(flops, bytes), 0,
+              result_.roofline.level_for(bytes).name, "GFLOP/s"},
+             flops, best, timings);
+    auto comp = best.find("composition");
+    if (comp != best.end())
+      note(fmt::format("{} T={}: composition = {}", layer.name, t, comp->second->variant));
   }
 
   // `shape` with each implementation's time, rate (work / time / 1e9) and error.

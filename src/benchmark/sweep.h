@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "schedule/attention_schedule.h"
 #include "schedule/micro_kernel.h"
 #include "schedule/row_schedule.h"
 #include "te/tensor.h"
@@ -19,5 +20,11 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
 // The row schedules tried on a row operator's every shape: unroll 1, 2, 4 (independent
 // accumulators) x 1, 4, 16, 64 rows per task; parallel tasks with more than one thread.
 std::vector<schedule::RowSchedule> row_sweep_grid(schedule::Isa isa, int threads);
+
+// The attention schedules tried on fused attention's every shape: query tiles 1, 8, 16,
+// 24, 32 x key blocks 8, 32, 64, 128 x unroll 1, 2, 4, 8 (those whose registers fit the
+// ISA); one
+// thread: no parallel loop; more: tasks over heads, and over heads and query tiles.
+std::vector<schedule::AttentionSchedule> attention_sweep_grid(schedule::Isa isa, int threads);
 
 }  // namespace dietcode::bench

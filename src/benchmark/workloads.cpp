@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "ops/attention.h"
 #include "ops/batch_matmul.h"
 #include "ops/dense.h"
 #include "ops/row_ops.h"
@@ -37,7 +38,7 @@ WorkloadLayer layer_for_operator(const std::string& name, const ops::OperatorSpe
 }
 
 bool layer_computes(const WorkloadLayer& layer, const ops::OperatorSpec& spec) {
-  if (spec.epilogue != "none" || layer.is_row) return false;
+  if (spec.epilogue != "none" || layer.is_row || layer.is_attention) return false;
   WorkloadLayer want = layer_for_operator("", spec);
   return layer.t_in_m && !layer.t_in_n && !layer.t_in_k && layer.batch == want.batch &&
          layer.n == want.n && layer.k == want.k && layer.b_layout_nk == want.b_layout_nk &&
@@ -82,7 +83,13 @@ Workload make_workload(const std::string& name, int64_t t_max) {
     sv.n = 64;
     sv.b_layout_nk = false;
     sv.b_shared = false;
-    w.layers = {qk, sv};
+    WorkloadLayer fused;  // O[h] = softmax(Q[h] K[h]^T / 8) V[h], one kernel
+    fused.name = "bert-attention-fused-b12";
+    fused.op = ops::attention(1, t_max, 12, ops::attention_shapes(1, 12, 64, false));
+    fused.is_attention = true;
+    fused.batch = 12;
+    fused.k = 64;
+    w.layers = {qk, sv, fused};
     return w;
   }
   if (name == "bert-elementwise") {

@@ -5,7 +5,9 @@
 //                   (3072, 768) (768, 3072), M = T (batch 1)
 //   bert-dense-2304x768  the first of them alone (the tuning benchmark's layer)
 //   bert-attention  batch_matmul over 12 heads, head size 64: Q K^T ([T,64] x [64,T])
-//                   and S V ([T,T] x [T,64])
+//                   and S V ([T,T] x [T,64]); then the fused operator
+//                   O = softmax(Q K^T / 8) V (ops/attention.h, batch 1, no mask), whose
+//                   peer is a composition of peers (Q K^T, oneDNN's softmax, S V)
 //   bert-elementwise  the row operators between them: LayerNorm and add + LayerNorm on
 //                   T x 768, softmax over 12 x T rows of T, GELU (erf form) on T x 3072
 #pragma once
@@ -29,6 +31,14 @@ struct WorkloadLayer {
   RowOpKind row_kind = RowOpKind::LayerNorm;
   int64_t row_batch = 1, row_n = 0;
   RowProblem row_problem(int64_t t) const;
+  // Fused attention (ops/attention.h) over `batch` heads of `k` (the head size), no mask:
+  // its peer is the composition of qk_problem, a softmax RowProblem over batch * T rows of
+  // T, and sv_problem.
+  bool is_attention = false;
+  GemmProblem qk_problem(int64_t t) const { return GemmProblem{batch, t, t, k, true, false}; }
+  GemmProblem sv_problem(int64_t t) const { return GemmProblem{batch, t, k, t, false, false}; }
+  // 4 T^2 D per head: the multiply-adds of Q K^T and of S V.
+  double attention_flops(int64_t t) const { return 4.0 * double(batch) * double(t * t * k); }
   bool t_in_m = true, t_in_n = false, t_in_k = false;
   int64_t batch = 1, m = 0, n = 0, k = 0;  // fixed dims (0 where T stands)
   bool b_layout_nk = true, b_shared = true;
