@@ -163,23 +163,9 @@ class FinalistsTunerTest : public testing::ScratchDirTest {
  protected:
 
   TuneOptions options(int64_t trials, int threads) const {
-    TuneOptions o;
-    o.op.op = "dense";
-    o.op.n = 80;
-    o.op.k = 48;
-    o.op.m_min = 1;
-    o.op.m_max = 24;
-    o.trials = trials;
+    TuneOptions o = testing::small_tune_options(dir_, trials);
     o.threads = threads;
-    o.records_path = (dir_ / "records.jsonl").string();
-    o.search.population = 96;
-    o.search.generations = 2;
-    o.search.measure_per_round = 16;
-    o.measure.worker_path = DIETCODE_WORKER_PATH;
-    o.measure.seconds_per_repeat = 0.0005;
-    o.measure.repeats = 3;
     o.finalists.shapes = 4;
-    o.quiet = true;
     return o;
   }
 

@@ -19,15 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ops::OperatorSpec small_dense() {
-  ops::OperatorSpec op;
-  op.op = "dense";
-  op.n = 96;
-  op.k = 64;
-  op.m_min = 1;
-  op.m_max = 40;
-  return op;
-}
+ops::OperatorSpec small_dense() { return testing::small_dense_spec(); }
 
 MeasureOptions options() {
   MeasureOptions o;

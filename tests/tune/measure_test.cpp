@@ -10,16 +10,7 @@
 namespace dietcode::tune {
 namespace {
 
-ops::OperatorSpec small_dense() {
-  ops::OperatorSpec op;
-  op.op = "dense";
-  op.n = 96;
-  op.k = 64;
-  op.m_min = 1;
-  op.m_max = 40;
-  op.epilogue = "bias_gelu";
-  return op;
-}
+ops::OperatorSpec small_dense() { return testing::small_dense_spec("bias_gelu"); }
 
 MeasureOptions options() {
   MeasureOptions o;

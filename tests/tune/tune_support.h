@@ -7,14 +7,16 @@
 
 #include <filesystem>
 #include <limits>
-#include <string>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "codegen/llvm/target.h"
+#include "ops/spec.h"
 #include "reference/reference.h"
 #include "runtime/module.h"
 #include "schedule_support.h"
+#include "tune/tuner.h"
 
 namespace dietcode::testing {
 
@@ -23,8 +25,9 @@ class ScratchDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           ("dietcode-" + std::string(::testing::UnitTest::GetInstance()->current_test_suite()->name()) +
-            "-" + std::to_string(::getpid()) + "-" +
+           ("dietcode-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_suite()->name()) + "-" +
+            std::to_string(::getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
@@ -54,6 +57,39 @@ inline double module_error(const runtime::Module& m, int64_t M, std::mt19937_64&
   std::vector<float> out(sizes.back(), std::numeric_limits<float>::quiet_NaN());
   m.run({M}, args, {out.data(), int64_t(out.size())}, &packed);
   return reference::relative_error(out.data(), reference::evaluate(op, {M}, pointers));
+}
+
+// dense N=96 K=64 over M = 1..40: the operator the measurement tests time kernels of.
+inline ops::OperatorSpec small_dense_spec(const std::string& epilogue = "none") {
+  ops::OperatorSpec op;
+  op.op = "dense";
+  op.n = 96;
+  op.k = 64;
+  op.m_min = 1;
+  op.m_max = 40;
+  op.epilogue = epilogue;
+  return op;
+}
+
+// A tuning run small enough for a test: dense N=80 (not a multiple of 16: edge tiles in N
+// too) K=48 over M = 1..24, a small population, short measurements, records in `dir`.
+inline tune::TuneOptions small_tune_options(const std::filesystem::path& dir, int64_t trials) {
+  tune::TuneOptions o;
+  o.op.op = "dense";
+  o.op.n = 80;
+  o.op.k = 48;
+  o.op.m_min = 1;
+  o.op.m_max = 24;
+  o.trials = trials;
+  o.records_path = (dir / "records.jsonl").string();
+  o.search.population = 96;
+  o.search.generations = 2;
+  o.search.measure_per_round = 16;
+  o.measure.worker_path = DIETCODE_WORKER_PATH;
+  o.measure.seconds_per_repeat = 0.0005;
+  o.measure.repeats = 3;
+  o.quiet = true;
+  return o;
 }
 
 // An mr x (one vector) tile with B prepacked, for the host's ISA.

@@ -22,22 +22,8 @@ class TunerTest : public testing::ScratchDirTest {
  protected:
 
   TuneOptions options(int64_t trials) const {
-    TuneOptions o;
-    o.op.op = "dense";
-    o.op.n = 80;  // not a multiple of 16: edge tiles in N too
-    o.op.k = 48;
-    o.op.m_min = 1;
-    o.op.m_max = 24;
+    TuneOptions o = testing::small_tune_options(dir_, trials);
     o.op.epilogue = "bias_relu";
-    o.trials = trials;
-    o.records_path = (dir_ / "records.jsonl").string();
-    o.search.population = 96;
-    o.search.generations = 2;
-    o.search.measure_per_round = 16;
-    o.measure.worker_path = DIETCODE_WORKER_PATH;
-    o.measure.seconds_per_repeat = 0.0005;
-    o.measure.repeats = 3;
-    o.quiet = true;
     return o;
   }
 
