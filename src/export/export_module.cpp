@@ -97,15 +97,19 @@ ExportPlan plan_export(const runtime::ModuleSpec& spec, const std::string& name,
   for (const ExportedBuffer& b : plan.buffers)
     DC_INTERNAL_CHECK(is_c_identifier(b.name), "buffer name {}", b.name);
 
-  ops::Contraction c = ops::match_contraction(op);
-  if (c.b.constant) plan.weights_input = c.b_input_index;
+  // Only a contraction's constant operand is pre-packed (row operators and attention
+  // read every input as it is).
+  if (schedule::kind_of_operator(spec.op) == schedule::Kind::Contraction) {
+    ops::Contraction c = ops::match_contraction(op);
+    if (c.b.constant) plan.weights_input = c.b_input_index;
+  }
   if (plan.weights_input >= 0)
     DC_INTERNAL_CHECK(plan.buffers[plan.weights_input].per_m == 0, "weights that grow with M");
 
   const int64_t m_values[] = {spec.op.m_min, spec.op.m_max, 1, 1000};
-  for (const schedule::MicroKernelSchedule& s : spec.kernels) {
+  for (const schedule::AnySchedule& s : spec.kernels) {
     ExportedKernel k;
-    k.lowered = lower::lower(schedule::bind(s, op, c));
+    k.lowered = lower::lower(op, s);
     if (k.lowered.prepacked_b) {
       DC_INTERNAL_CHECK(k.lowered.prepacked_input == plan.weights_input,
                         "a kernel pre-packs input {} but the weights are input {}",

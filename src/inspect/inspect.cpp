@@ -24,13 +24,9 @@ std::string module_summary(const runtime::ModuleSpec& spec, const std::string& p
   for (const auto& s : spec.op.declared_shapes()) ++served[spec.dispatch.select(s)];
   out += fmt::format("micro-kernels ({}):\n", spec.kernels.size());
   for (size_t i = 0; i < spec.kernels.size(); ++i) {
-    const auto& s = spec.kernels[i];
-    out += fmt::format(
-        "  kernel {}: {}x{} tile, kc={} mc={} nc={}, order {}{}{}, parallel {}, A {}, "
-        "{} declared shapes\n    {}\n",
-        i, s.mr, s.nr, s.kc, s.mc, s.nc, to_string(s.loop_order[0]), to_string(s.loop_order[1]),
-        to_string(s.loop_order[2]), to_string(s.parallel), s.pack_a == schedule::PackA::Packed ? "packed" : "read in place",
-        served[int(i)], schedule::to_json_text(s));
+    const schedule::AnySchedule& s = spec.kernels[i];
+    out += fmt::format("  kernel {}: {}, {} declared shapes\n    {}\n", i, schedule::describe(s),
+                       served[int(i)], schedule::to_json_text(s));
   }
   return out;
 }
@@ -92,14 +88,13 @@ std::string module_text(const runtime::ModuleSpec& spec, const std::string& path
   int k = spec.dispatch.select({m});
   std::string out = fmt::format("; M = {} dispatches to kernel {}: {}\n", m, k,
                                 schedule::to_json_text(spec.kernels[k]));
-  schedule::BoundSchedule bound = schedule::bind(spec.kernels[k], op);
   if (what == "loops") {
-    lower::lower(bound, [&out](const std::string& pass, const std::string& ir) {
+    lower::lower(op, spec.kernels[k], [&out](const std::string& pass, const std::string& ir) {
       out += fmt::format("; after {}\n{}\n", pass, ir);
     });
     return out;
   }
-  lower::LoweredKernel lowered = lower::lower(bound);
+  lower::LoweredKernel lowered = lower::lower(op, spec.kernels[k]);
   if (what == "llvm") return out + codegen::llvm_ir_text(lowered, target, true);
   return out + codegen::assembly_text(lowered, target);
 }

@@ -69,3 +69,11 @@ LoweredKernel lower(const schedule::BoundSchedule& bound, const PassLogger& log)
 }
 
 }  // namespace dietcode::lower
+
+namespace dietcode::lower {
+
+LoweredKernel lower(const te::Operator& op, const schedule::AnySchedule& s, const PassLogger& log) {
+  return std::visit([&](const auto& x) { return lower(bind(x, op), log); }, s);
+}
+
+}  // namespace dietcode::lower

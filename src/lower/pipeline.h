@@ -12,9 +12,7 @@
 #include <string>
 
 #include "ir/stmt.h"
-#include "schedule/attention_schedule.h"
-#include "schedule/micro_kernel.h"
-#include "schedule/row_schedule.h"
+#include "schedule/any_schedule.h"
 #include "te/tensor.h"
 
 namespace dietcode::lower {
@@ -57,5 +55,10 @@ LoweredKernel lower(const schedule::BoundRowSchedule& bound, const PassLogger& l
 //   build_attention_loops  slices, query tiles (parallel per the schedule), the kernel
 //   simplify               index arithmetic
 LoweredKernel lower(const schedule::BoundAttentionSchedule& bound, const PassLogger& log = nullptr);
+
+// A schedule of any kind: bound to its operator (throws dietcode::Error when it does not
+// fit), then lowered as above.
+LoweredKernel lower(const te::Operator& op, const schedule::AnySchedule& s,
+                    const PassLogger& log = nullptr);
 
 }  // namespace dietcode::lower

@@ -303,7 +303,7 @@ std::string kernels_section(const OperatorResult& op, const std::vector<ShapeRow
                 fmt::format("set boxwidth {}", weighted ? 0.36 : 0.6)};
   std::string rows;
   for (size_t k = 0; k < kernels.size(); ++k)
-    rows += fmt::format("{} k{}:{}x{} {:.4g} {:.4g}\n", k, k, kernels[k].mr, kernels[k].nr,
+    rows += fmt::format("{} k{}:{} {:.4g} {:.4g}\n", k, k, schedule::short_label(kernels[k]),
                         shape_rows.empty() ? 0.0 : 100.0 * shares[k].shapes / shape_rows.size(),
                         100.0 * shares[k].weight);
   if (!kernels.empty()) {
@@ -324,21 +324,34 @@ std::string kernels_section(const OperatorResult& op, const std::vector<ShapeRow
                     kernels.size()));
   }
   std::vector<std::vector<std::string>> table;
+  bool micro_kernels = std::all_of(kernels.begin(), kernels.end(), [](const auto& s) {
+    return schedule::kind_of(s) == schedule::Kind::Contraction;
+  });
   for (size_t k = 0; k < kernels.size(); ++k) {
-    const schedule::MicroKernelSchedule& s = kernels[k];
-    table.push_back(
-        {fmt::format("k{}", k), fmt::format("{} x {}", s.mr, s.nr),
-         fmt::format("{} / {} / {}", s.kc, s.mc, s.nc),
-         schedule::to_string(s.loop_order), std::string(to_string(s.parallel)),
-         std::string(to_string(s.inner_tile_loop)), std::to_string(s.unroll_k),
-         s.pack_a == schedule::PackA::Packed ? "packed" : "direct",
-         s.pack_b == schedule::PackB::Prepacked ? "prepacked" : "per block",
-         std::to_string(shares[k].shapes), percent(shares[k].weight), shares[k].m_values});
+    std::vector<std::string> row{fmt::format("k{}", k)};
+    if (micro_kernels) {
+      const auto& s = std::get<schedule::MicroKernelSchedule>(kernels[k]);
+      row.insert(row.end(),
+                 {fmt::format("{} x {}", s.mr, s.nr), fmt::format("{} / {} / {}", s.kc, s.mc, s.nc),
+                  schedule::to_string(s.loop_order), std::string(to_string(s.parallel)),
+                  std::string(to_string(s.inner_tile_loop)), std::to_string(s.unroll_k),
+                  s.pack_a == schedule::PackA::Packed ? "packed" : "direct",
+                  s.pack_b == schedule::PackB::Prepacked ? "prepacked" : "per block"});
+    } else {
+      row.push_back(schedule::describe(kernels[k]));
+    }
+    row.insert(row.end(), {std::to_string(shares[k].shapes), percent(shares[k].weight),
+                           shares[k].m_values});
+    table.push_back(std::move(row));
   }
-  out += html_table(
-      {"kernel", "tile MR x NR", "KC / MC / NC", "loop order", "parallel", "inner tile loop",
-       "unroll k", "pack A", "pack B", "declared shapes", "weight", "M served"},
-      table, 9);
+  if (micro_kernels) {
+    out += html_table(
+        {"kernel", "tile MR x NR", "KC / MC / NC", "loop order", "parallel", "inner tile loop",
+         "unroll k", "pack A", "pack B", "declared shapes", "weight", "M served"},
+        table, 9);
+  } else {
+    out += html_table({"kernel", "schedule", "declared shapes", "weight", "M served"}, table, 2);
+  }
   out += fmt::format(
       "<details><summary>Decision tree (depth {}, {} leaves; shapes outside the declared range "
       "included)</summary><pre>{}</pre></details>\n",

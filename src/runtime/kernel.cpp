@@ -67,6 +67,10 @@ Kernel Kernel::compile(const te::Operator& op, const schedule::AttentionSchedule
   return compile(schedule::bind(s, op));
 }
 
+Kernel Kernel::compile(const te::Operator& op, const schedule::AnySchedule& s) {
+  return std::visit([&](const auto& x) { return compile(op, x); }, s);
+}
+
 Kernel Kernel::compile(const schedule::BoundSchedule& bound) {
   const schedule::MicroKernelSchedule& s = bound.schedule();
   return build(bound.op(), s, s.isa, s.digest(),

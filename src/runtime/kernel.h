@@ -21,9 +21,7 @@
 #include "codegen/llvm/target.h"
 #include "lower/pipeline.h"
 #include "runtime/buffer.h"
-#include "schedule/attention_schedule.h"
-#include "schedule/micro_kernel.h"
-#include "schedule/row_schedule.h"
+#include "schedule/any_schedule.h"
 #include "te/tensor.h"
 
 namespace dietcode::codegen {
@@ -55,10 +53,11 @@ class Kernel {
   static Kernel compile(const te::Operator& op, const schedule::RowSchedule& s);
   static Kernel compile(const schedule::BoundAttentionSchedule& bound);
   static Kernel compile(const te::Operator& op, const schedule::AttentionSchedule& s);
+  // Any kind (the one the operator is scheduled with; another is refused by bind).
+  static Kernel compile(const te::Operator& op, const schedule::AnySchedule& s);
 
   // The schedule of any kind.
-  using Schedule = std::variant<schedule::MicroKernelSchedule, schedule::RowSchedule,
-                                schedule::AttentionSchedule>;
+  using Schedule = schedule::AnySchedule;
 
   Kernel(Kernel&&) noexcept;
   Kernel& operator=(Kernel&&) noexcept;

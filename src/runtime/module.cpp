@@ -13,7 +13,7 @@ Module Module::compile(const ModuleSpec& spec) {
   Module m;
   m.spec_ = spec;
   m.op_ = spec.op.build();
-  for (const schedule::MicroKernelSchedule& s : spec.kernels)
+  for (const schedule::AnySchedule& s : spec.kernels)
     m.kernels_.push_back(Kernel::compile(m.op_, s));
   m.dispatcher_ = dispatch::jit_compile_dispatcher(spec.dispatch);
   return m;

@@ -32,7 +32,7 @@ struct ModuleSpec {
   ops::OperatorSpec op;
   schedule::Isa isa = schedule::Isa::Avx2;  // the vector ISA the kernels need
   int threads = 1;  // threads the module was tuned for
-  std::vector<schedule::MicroKernelSchedule> kernels;
+  std::vector<schedule::AnySchedule> kernels;  // of the operator's kind
   dispatch::DecisionTree dispatch;
   nlohmann::json machine;     // the CPU it was tuned on (informative)
   nlohmann::json provenance;  // records digest, dates, tool version, trials
@@ -50,9 +50,9 @@ ModuleSpec module_spec_from_json(const nlohmann::json& j, const std::string& wha
 void save_module_spec(const ModuleSpec& m, const std::string& path);
 ModuleSpec load_module_spec(const std::string& path);
 
-// The module with every micro-kernel refitted to another vector ISA (e.g. an AVX-512
-// module on an AVX2 host): same tiles where the registers allow, smaller ones where
-// not. Correct for every shape; not tuned for the new machine.
+// The module with every kernel refitted to another vector ISA (e.g. an AVX-512 module on
+// an AVX2 host): same tiles where the registers allow, smaller ones where not. Correct
+// for every shape; not tuned for the new machine.
 ModuleSpec retarget(const ModuleSpec& m, schedule::Isa isa);
 
 // Constant weights pre-packed for every kernel of a module that wants them.

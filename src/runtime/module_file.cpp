@@ -1,5 +1,3 @@
-#include "runtime/module.h"
-
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -8,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/module.h"
 #include "support/error.h"
 #include "support/int_math.h"
 #include "support/json.h"
@@ -36,7 +35,7 @@ std::string info_text(const nlohmann::json& object, const char* key, const std::
 
 nlohmann::json to_json(const ModuleSpec& m) {
   nlohmann::json kernels = nlohmann::json::array();
-  for (const schedule::MicroKernelSchedule& s : m.kernels) kernels.push_back(schedule::to_json(s));
+  for (const schedule::AnySchedule& s : m.kernels) kernels.push_back(schedule::to_json(s));
   return {{"format", kFormatName},
           {"version", kModuleFormatVersion},
           {"operator", ops::to_json(m.op)},
@@ -79,16 +78,24 @@ ModuleSpec module_spec_from_json(const nlohmann::json& j, const std::string& wha
   if (!kernels.is_array() || kernels.empty())
     user_error("{}: field 'kernels' must be a non-empty array", what);
   te::Operator op = m.op.build();
+  schedule::Kind kind = schedule::kind_of_operator(m.op);
   for (size_t i = 0; i < kernels.size(); ++i) {
     try {
-      m.kernels.push_back(schedule::schedule_from_json(kernels[i]));
-      schedule::bind(m.kernels.back(), op);
+      m.kernels.push_back(schedule::any_schedule_from_json(kernels[i]));
     } catch (const Error& e) {
       user_error("{}: kernels[{}]: {}", what, i, e.what());
     }
-    if (m.kernels.back().isa != m.isa)
+    if (schedule::kind_of(m.kernels.back()) != kind)
+      user_error("{}: kernels[{}] is a {} schedule but a {} operator takes {} schedules", what, i,
+                 to_string(schedule::kind_of(m.kernels.back())), m.op.op, to_string(kind));
+    try {
+      schedule::check_binds(m.kernels.back(), op);
+    } catch (const Error& e) {
+      user_error("{}: kernels[{}]: {}", what, i, e.what());
+    }
+    if (schedule::isa_of(m.kernels.back()) != m.isa)
       user_error("{}: kernels[{}] targets {} but the module is for {}", what, i,
-                 to_string(m.kernels.back().isa), to_string(m.isa));
+                 to_string(schedule::isa_of(m.kernels.back())), to_string(m.isa));
   }
   try {
     m.dispatch =
@@ -151,35 +158,63 @@ ModuleSpec load_module_spec(const std::string& path) {
   return module_spec_from_json(parsed.value, path);
 }
 
-ModuleSpec retarget(const ModuleSpec& m, schedule::Isa isa) {
+namespace {
+
+schedule::MicroKernelSchedule refit(const schedule::MicroKernelSchedule& s, schedule::Isa isa,
+                                    const te::Operator& op) {
   const schedule::VectorIsa& vec = schedule::vector_isa(isa);
+  schedule::MicroKernelSchedule t = s;
+  t.isa = isa;
+  int64_t vectors = std::max<int64_t>(1, s.nr / vec.width);
+  vectors = std::min(vectors, (vec.registers - 1) / 2);  // room for at least one row
+  t.nr = vectors * vec.width;
+  t.mr = std::max<int64_t>(1, std::min(s.mr, (vec.registers - 1 - vectors) / vectors));
+  t.mc = round_up(std::max(s.mc, t.mr), t.mr);
+  t.nc = round_up(std::max(s.nc, t.nr), t.nr);
+  try {
+    schedule::bind(t, op);
+  } catch (const Error&) {
+    // Tiles or blocks the new ISA or the operator does not allow after rounding: the
+    // smallest tile, with a k-block that keeps the panels small.
+    t.mr = 1;
+    t.nr = vec.width;
+    t.mc = 1;
+    t.nc = vec.width;
+    t.kc = std::min<int64_t>(t.kc, 256);
+    t.pack_a = schedule::PackA::Packed;
+    schedule::bind(t, op);
+  }
+  return t;
+}
+
+// Row schedules have nothing that depends on the vector width but the width itself.
+schedule::RowSchedule refit(schedule::RowSchedule s, schedule::Isa isa, const te::Operator& op) {
+  s.isa = isa;
+  schedule::bind(s, op);
+  return s;
+}
+
+// The score accumulators (query-tile vectors x unroll) must fit the registers: narrower
+// vectors need more of them per tile, so the unroll shrinks, then the tile.
+schedule::AttentionSchedule refit(schedule::AttentionSchedule s, schedule::Isa isa,
+                                  const te::Operator& op) {
+  s.isa = isa;
+  int64_t registers = schedule::vector_isa(isa).registers;
+  while (s.row_vectors() * (s.unroll + 1) > registers && s.unroll > 1) --s.unroll;
+  while (s.row_vectors() * (s.unroll + 1) > registers && s.query_tile > 1)
+    s.query_tile = std::max<int64_t>(1, s.query_tile / 2);
+  schedule::bind(s, op);
+  return s;
+}
+
+}  // namespace
+
+ModuleSpec retarget(const ModuleSpec& m, schedule::Isa isa) {
   te::Operator op = m.op.build();
   ModuleSpec out = m;
   out.isa = isa;
-  for (schedule::MicroKernelSchedule& s : out.kernels) {
-    schedule::MicroKernelSchedule t = s;
-    t.isa = isa;
-    int64_t vectors = std::max<int64_t>(1, s.nr / vec.width);
-    vectors = std::min(vectors, (vec.registers - 1) / 2);  // room for at least one row
-    t.nr = vectors * vec.width;
-    t.mr = std::max<int64_t>(1, std::min(s.mr, (vec.registers - 1 - vectors) / vectors));
-    t.mc = round_up(std::max(s.mc, t.mr), t.mr);
-    t.nc = round_up(std::max(s.nc, t.nr), t.nr);
-    try {
-      schedule::bind(t, op);
-    } catch (const Error&) {
-      // Tiles or blocks the new ISA or the operator does not allow after rounding: the
-      // smallest tile, with a k-block that keeps the panels small.
-      t.mr = 1;
-      t.nr = vec.width;
-      t.mc = 1;
-      t.nc = vec.width;
-      t.kc = std::min<int64_t>(t.kc, 256);
-      t.pack_a = schedule::PackA::Packed;
-      schedule::bind(t, op);
-    }
-    s = t;
-  }
+  for (schedule::AnySchedule& s : out.kernels)
+    s = std::visit([&](const auto& x) { return schedule::AnySchedule(refit(x, isa, op)); }, s);
   return out;
 }
 

@@ -236,7 +236,8 @@ Extents CostModel::extents(const std::vector<int64_t>& shape) const {
 
 double CostModel::intrinsic_gflops(const TuningRecord& r) const {
   Extents e = extents(r.shape);
-  return r.gflops / (occ_.occ(r.schedule, e) * pad_ratio(r.schedule, e));
+  const schedule::MicroKernelSchedule& s = micro_kernel(r);
+  return r.gflops / (occ_.occ(s, e) * pad_ratio(s, e));
 }
 
 void CostModel::fit(const std::vector<const TuningRecord*>& records) {
@@ -245,14 +246,15 @@ void CostModel::fit(const std::vector<const TuningRecord*>& records) {
   std::vector<OccupancyModel::Sample> samples;
   for (const TuningRecord* r : records) {
     Extents e = extents(r->shape);
-    int g = group.emplace(r->schedule.digest(), int(group.size())).first->second;
-    samples.push_back({g, parallel_tasks(r->schedule, e), r->gflops / pad_ratio(r->schedule, e)});
+    const schedule::MicroKernelSchedule& s = micro_kernel(*r);
+    int g = group.emplace(s.digest(), int(group.size())).first->second;
+    samples.push_back({g, parallel_tasks(s, e), r->gflops / pad_ratio(s, e)});
   }
   occ_.fit(samples);
   std::vector<std::vector<float>> x;
   std::vector<double> y;
   for (const TuningRecord* r : records) {
-    x.push_back(micro_kernel_features(r->schedule, extents(r->shape), threads_));
+    x.push_back(micro_kernel_features(micro_kernel(*r), extents(r->shape), threads_));
     y.push_back(intrinsic_gflops(*r));
   }
   f_.train(x, y);
@@ -295,11 +297,11 @@ std::vector<double> CostModel::predict_records(
   std::vector<Extents> ext;
   for (const TuningRecord* r : records) {
     ext.push_back(extents(r->shape));
-    x.push_back(micro_kernel_features(r->schedule, ext.back(), threads_));
+    x.push_back(micro_kernel_features(micro_kernel(*r), ext.back(), threads_));
   }
   std::vector<double> out = f_.predict(x);
   for (size_t i = 0; i < records.size(); ++i)
-    out[i] *= occ_.occ(records[i]->schedule, ext[i]) * pad_ratio(records[i]->schedule, ext[i]);
+    out[i] *= occ_.occ(micro_kernel(*records[i]), ext[i]) * pad_ratio(micro_kernel(*records[i]), ext[i]);
   return out;
 }
 

@@ -4,15 +4,17 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "tune/analysis.h"
-#include "tune/search.h"
 
 namespace dietcode::tune {
 
 namespace {
 
-using schedule::MicroKernelSchedule;
+using schedule::AnySchedule;
+using AnySet = std::unordered_set<AnySchedule, schedule::AnyScheduleHash>;
 
 // Indices of about `count` declared shapes (sorted by their first variable) to measure
 // side by side: `count` spread geometrically over the list (geometric_positions), plus
@@ -43,7 +45,7 @@ std::vector<size_t> ranked(const std::vector<double>& row) {
 }  // namespace
 
 std::vector<FinalistWindow> plan_finalists(const std::vector<std::vector<int64_t>>& declared,
-                                           const std::vector<MicroKernelSchedule>& candidates,
+                                           const std::vector<AnySchedule>& candidates,
                                            const std::vector<std::vector<double>>& score,
                                            const FinalistParams& params) {
   std::vector<FinalistWindow> out;
@@ -54,7 +56,7 @@ std::vector<FinalistWindow> plan_finalists(const std::vector<std::vector<int64_t
   for (size_t j = 0; j < sample.size(); ++j) {
     FinalistWindow w;
     w.shape = declared[sample[j]];
-    ScheduleSet in;
+    AnySet in;
     auto add = [&](size_t k) {
       if (int(w.kernels.size()) < params.max_per_window && in.insert(candidates[k]).second)
         w.kernels.push_back(candidates[k]);
@@ -69,31 +71,31 @@ std::vector<FinalistWindow> plan_finalists(const std::vector<std::vector<int64_t
 }
 
 bool window_done(const FinalistWindow& w, const std::vector<TuningRecord>& records) {
-  ScheduleSet have;
+  AnySet have;
   for (const TuningRecord& r : records)
     if (r.origin == Origin::Final && r.shape == w.shape) have.insert(r.schedule);
-  for (const MicroKernelSchedule& k : w.kernels)
+  for (const AnySchedule& k : w.kernels)
     if (!have.count(k)) return false;
   return true;
 }
 
-std::vector<MicroKernelSchedule> finalists_of(const std::vector<FinalistWindow>& windows) {
-  std::vector<MicroKernelSchedule> out;
-  ScheduleSet seen;
+std::vector<AnySchedule> finalists_of(const std::vector<FinalistWindow>& windows) {
+  std::vector<AnySchedule> out;
+  AnySet seen;
   for (const FinalistWindow& w : windows)
-    for (const MicroKernelSchedule& k : w.kernels)
+    for (const AnySchedule& k : w.kernels)
       if (seen.insert(k).second) out.push_back(k);
   return out;
 }
 
 FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
-                              std::vector<MicroKernelSchedule> kernels,
+                              std::vector<AnySchedule> kernels,
                               const std::vector<std::vector<double>>& predicted,
                               const std::vector<TuningRecord>& records) {
   FinalScores out;
   out.kernels = std::move(kernels);
   const size_t K = out.kernels.size(), S = declared.size();
-  std::unordered_map<MicroKernelSchedule, size_t, schedule::ScheduleHash> index;
+  std::unordered_map<AnySchedule, size_t, schedule::AnyScheduleHash> index;
   for (size_t k = 0; k < K; ++k) index[out.kernels[k]] = k;
   std::map<std::vector<int64_t>, size_t> shape_index;
   for (size_t s = 0; s < S; ++s) shape_index[declared[s]] = s;

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "schedule/micro_kernel.h"
+#include "schedule/any_schedule.h"
 #include "tune/records.h"
 
 namespace dietcode::tune {
@@ -34,20 +34,20 @@ struct FinalistParams {
 
 struct FinalistWindow {
   std::vector<int64_t> shape;
-  std::vector<schedule::MicroKernelSchedule> kernels;
+  std::vector<schedule::AnySchedule> kernels;
 };
 
 // `score[shape][kernel]`: the candidates' measured-or-predicted GFLOP/s on `declared`.
 std::vector<FinalistWindow> plan_finalists(
     const std::vector<std::vector<int64_t>>& declared,
-    const std::vector<schedule::MicroKernelSchedule>& candidates,
+    const std::vector<schedule::AnySchedule>& candidates,
     const std::vector<std::vector<double>>& score, const FinalistParams& params);
 
 // Every kernel of the window has a final record on its shape already.
 bool window_done(const FinalistWindow& w, const std::vector<TuningRecord>& records);
 
 struct FinalScores {
-  std::vector<schedule::MicroKernelSchedule> kernels;  // the finalists (union of windows)
+  std::vector<schedule::AnySchedule> kernels;  // the finalists (union of windows)
   std::vector<std::vector<double>> score;              // [declared shape][finalist]
   int measured = 0;                                    // final records used
 };
@@ -60,18 +60,18 @@ FinalScores final_scores(const std::vector<std::vector<int64_t>>& declared,
 
 // The non-template core of final_scores.
 FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
-                              std::vector<schedule::MicroKernelSchedule> kernels,
+                              std::vector<schedule::AnySchedule> kernels,
                               const std::vector<std::vector<double>>& predicted,
                               const std::vector<TuningRecord>& records);
 
 // The union of the windows' kernels, in first-seen order.
-std::vector<schedule::MicroKernelSchedule> finalists_of(const std::vector<FinalistWindow>& w);
+std::vector<schedule::AnySchedule> finalists_of(const std::vector<FinalistWindow>& w);
 
 template <typename Predict>
 FinalScores final_scores(const std::vector<std::vector<int64_t>>& declared,
                          const std::vector<FinalistWindow>& windows,
                          const std::vector<TuningRecord>& records, const Predict& predicted) {
-  std::vector<schedule::MicroKernelSchedule> kernels = finalists_of(windows);
+  std::vector<schedule::AnySchedule> kernels = finalists_of(windows);
   return final_scores_from(declared, kernels, predicted(kernels), records);
 }
 

@@ -160,8 +160,7 @@ struct Measurer::Impl {
   std::vector<int> generation;  // per worker slot: bumped on every restart
   // Kernels compiled in worker 0 for side-by-side measurement: id and the generation
   // of the worker that holds them.
-  std::unordered_map<schedule::MicroKernelSchedule, std::pair<int64_t, int>,
-                     schedule::ScheduleHash>
+  std::unordered_map<schedule::AnySchedule, std::pair<int64_t, int>, schedule::AnyScheduleHash>
       side_by_side;
   int64_t next_side_id = int64_t(1) << 40;  // apart from measure()'s batch indices
 
@@ -318,7 +317,7 @@ std::vector<MeasureResult> Measurer::measure(
 }
 
 std::vector<MeasureResult> Measurer::measure_side_by_side(
-    const std::vector<schedule::MicroKernelSchedule>& kernels, const std::vector<int64_t>& shape,
+    const std::vector<schedule::AnySchedule>& kernels, const std::vector<int64_t>& shape,
     const std::string& fault) {
   Impl& m = *impl_;
   std::vector<MeasureResult> results(kernels.size());

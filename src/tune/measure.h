@@ -25,13 +25,13 @@
 #include <vector>
 
 #include "ops/spec.h"
-#include "schedule/micro_kernel.h"
+#include "schedule/any_schedule.h"
 #include "tune/records.h"
 
 namespace dietcode::tune {
 
 struct MeasureRequest {
-  schedule::MicroKernelSchedule schedule;
+  schedule::AnySchedule schedule;
   std::vector<int64_t> shape;
   // Tests only (needs allow_faults): "crash", "hang", "wrong", "slow" (every other
   // burst of every attempt sleeps: always disturbed) or "slow-once" (the first attempt
@@ -41,7 +41,7 @@ struct MeasureRequest {
 
 struct MeasureResult {
   double seconds = 0;  // time of one call, by MeasureOptions::estimator
-  double gflops = 0;
+  double gflops = 0;  // in the operator's unit (ops/work.h): GB/s for a row operator
   TimingSpread timing;  // the bursts behind `seconds`
   double max_rel_err = 0;
   double compile_seconds = 0;
@@ -90,8 +90,8 @@ class Measurer {
   // by schedule), so finalists met again on another shape are not compiled twice.
   // A window whose rounds were disturbed is timed again, as in measure().
   std::vector<MeasureResult> measure_side_by_side(
-      const std::vector<schedule::MicroKernelSchedule>& kernels,
-      const std::vector<int64_t>& shape, const std::string& fault = "");
+      const std::vector<schedule::AnySchedule>& kernels, const std::vector<int64_t>& shape,
+      const std::string& fault = "");
 
  private:
   struct Impl;

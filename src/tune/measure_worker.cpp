@@ -14,7 +14,7 @@
 #include <random>
 #include <thread>
 
-#include "ops/contraction.h"
+#include "ops/work.h"
 #include "reference/reference.h"
 #include "runtime/kernel.h"
 #include "runtime/thread_pool.h"
@@ -178,13 +178,10 @@ struct TimingPlan {
         use_min(init.value("estimator", "min") == "min") {}
 };
 
+// Operations (or bytes, for a row operator) of one call: the "gflops" reply is this
+// over the time (ops/work.h).
 double flops_of(const te::Operator& op, const std::vector<int64_t>& shape) {
-  ir::Bindings b = op.bind(shape);
-  ops::Contraction c = ops::match_contraction(op);
-  double flops = 2.0 * double(ir::evaluate_int(c.m_extent, b)) *
-                 double(ir::evaluate_int(c.n_extent, b)) * double(ir::evaluate_int(c.k_extent, b));
-  for (const ir::Expr& e : c.batch_extents) flops *= double(ir::evaluate_int(e, b));
-  return flops;
+  return ops::work_of(op, shape).amount;
 }
 
 nlohmann::json result_json(const BurstStats& b, const TimingPlan& plan, int attempts,
@@ -309,7 +306,7 @@ int measure_worker_main(int argc, char** argv) {
     std::string cmd = req.value("cmd", "");
     try {
       if (cmd == "compile") {
-        schedule::MicroKernelSchedule s = schedule::schedule_from_json(req.at("schedule"));
+        schedule::AnySchedule s = schedule::any_schedule_from_json(req.at("schedule"));
         runtime::Kernel k = runtime::Kernel::compile(op, s);
         double seconds = k.compile_seconds();
         kernels.erase(id);

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "ops/spec.h"
 #include "support/error.h"
 #include "support/hash.h"
 #include "support/json.h"
@@ -42,8 +43,21 @@ struct ParsedFile {
   std::vector<std::string> warnings;
 };
 
+// The schedule kind of the header's operator; nullopt when the header names none.
+std::optional<schedule::Kind> kind_of_workload(const nlohmann::json& header) {
+  if (!header.contains("workload") || !header["workload"].is_object() ||
+      !header["workload"].contains("operator"))
+    return std::nullopt;
+  try {
+    return schedule::kind_of_operator(ops::operator_spec_from_json(header["workload"]["operator"]));
+  } catch (const Error&) {
+    return std::nullopt;  // another tool's workload; the workload check refuses it later
+  }
+}
+
 ParsedFile parse_file(const std::string& path, const std::string& text) {
   ParsedFile out;
+  std::optional<schedule::Kind> kind;
   size_t pos = 0;
   int line_number = 0;
   while (pos < text.size()) {
@@ -78,12 +92,18 @@ ParsedFile parse_file(const std::string& path, const std::string& text) {
                    path, j.contains("version") ? j["version"].dump() : "?",
                    kRecordsFormatVersion);
       out.header = j;
+      kind = kind_of_workload(j);
     } else {
       try {
         out.records.push_back(record_from_json(j));
       } catch (const Error& e) {
         user_error("{}: byte offset {} (line {}): {}", path, pos, line_number, e.what());
       }
+      schedule::Kind theirs = schedule::kind_of(out.records.back().schedule);
+      if (kind && theirs != *kind)
+        user_error("{}: byte offset {} (line {}): a {} schedule in records of an operator that "
+                   "takes {} schedules",
+                   path, pos, line_number, to_string(theirs), to_string(*kind));
     }
     pos = end + 1;
     out.good_bytes = static_cast<int64_t>(pos);
@@ -144,7 +164,8 @@ nlohmann::json to_json(const TuningRecord& r) {
 TuningRecord record_from_json(const nlohmann::json& j) {
   if (!j.is_object()) user_error("record: expected a JSON object");
   TuningRecord r;
-  r.schedule = schedule::schedule_from_json(j.contains("schedule") ? j["schedule"] : nlohmann::json());
+  r.schedule =
+      schedule::any_schedule_from_json(j.contains("schedule") ? j["schedule"] : nlohmann::json());
   // Integers are checked as integers: a float read as one would be truncated, or
   // overflow (undefined behaviour) when huge.
   auto integer = [&](const char* name) {

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "schedule/micro_kernel.h"
+#include "schedule/any_schedule.h"
 #include "tune/machine.h"
 
 namespace dietcode::tune {
@@ -54,11 +54,11 @@ struct TimingSpread {
 };
 
 struct TuningRecord {
-  schedule::MicroKernelSchedule schedule;
+  schedule::AnySchedule schedule;  // of the kind the workload's operator takes
   std::vector<int64_t> shape;
   Origin origin = Origin::Joint;
   double seconds = 0;  // median time of one call; 0 when error is set
-  double gflops = 0;
+  double gflops = 0;  // work / seconds in the operator's unit (ops/work.h): GB/s for row operators
   double max_rel_err = 0;
   double compile_seconds = 0;
   std::string error;  // empty: measured and correct
@@ -70,11 +70,17 @@ struct TuningRecord {
   bool clean() const { return ok() && !(timing && timing->disturbed); }
 };
 
+// The schedule of a contraction's record (the contraction tuner's view).
+inline const schedule::MicroKernelSchedule& micro_kernel(const TuningRecord& r) {
+  return std::get<schedule::MicroKernelSchedule>(r.schedule);
+}
+
 nlohmann::json to_json(const TuningRecord& r);
 TuningRecord record_from_json(const nlohmann::json& j);  // throws dietcode::Error
 
 // An open records file. `workload` identifies what is tuned (operator spec, threads);
-// records from a different workload, machine or format version are refused.
+// records from a different workload, machine or format version are refused, and so is
+// a record whose schedule is not of the kind the workload's operator takes.
 class RecordFile {
  public:
   struct Options {

@@ -72,7 +72,7 @@ std::vector<std::vector<double>> candidate_scores(const TuneOptions& o, const Co
   for (size_t s = 0; s < declared.size(); ++s) shape_index[declared[s]] = int(s);
   std::map<std::pair<int, int>, std::vector<double>> measured;
   for (const TuningRecord* r : records) {
-    auto k = index.find(r->schedule);
+    auto k = index.find(micro_kernel(*r));
     auto s = shape_index.find(r->shape);
     if (k != index.end() && s != shape_index.end())
       measured[{s->second, k->second}].push_back(r->gflops);
@@ -112,11 +112,18 @@ runtime::ModuleSpec build_module(const TuneOptions& o, const CostModel& model,
       labels.push_back(int(best));
     }
   }
-  m.kernels = chosen;
+  m.kernels.assign(chosen.begin(), chosen.end());
   m.dispatch = build_dispatch_tree(tree_shapes, labels);
   notes.push_back(fmt::format("selected {} micro-kernels (top-{} cover), dispatch tree depth {}",
                               chosen.size(), sel.top_k, m.dispatch.depth()));
   return m;
+}
+
+// The contraction schedules of a list of any kind (the contraction tuner's own view).
+std::vector<MicroKernelSchedule> micro_kernels(const std::vector<schedule::AnySchedule>& any) {
+  std::vector<MicroKernelSchedule> out;
+  for (const schedule::AnySchedule& s : any) out.push_back(std::get<MicroKernelSchedule>(s));
+  return out;
 }
 
 // One measurement to make, and why.
@@ -125,7 +132,7 @@ struct Trial {
   Origin origin;
 };
 
-TuningRecord to_record(const MicroKernelSchedule& s, const std::vector<int64_t>& shape,
+TuningRecord to_record(const schedule::AnySchedule& s, const std::vector<int64_t>& shape,
                        Origin origin, const MeasureResult& r) {
   TuningRecord rec;
   rec.schedule = s;
@@ -173,7 +180,8 @@ Seeds rank_seeds(const std::vector<const TuningRecord*>& records,
   Seeds out;
   std::vector<std::pair<double, const MicroKernelSchedule*>> scored;
   for (const TuningRecord* r : records)
-    if (out.measured.insert(r->schedule).second && r->ok()) scored.push_back({score(*r), &r->schedule});
+    if (out.measured.insert(micro_kernel(*r)).second && r->ok())
+      scored.push_back({score(*r), &micro_kernel(*r)});
   std::stable_sort(scored.begin(), scored.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   for (const auto& [g, s] : scored) out.best_first.push_back(*s);
@@ -195,7 +203,7 @@ std::vector<Trial> plan_probes(const std::vector<TuningRecord>& records,
   std::set<std::pair<std::vector<int64_t>, uint64_t>> done_pairs;
   for (const TuningRecord& r : records) {
     ++per_shape[r.shape];
-    done_pairs.insert({r.shape, r.schedule.digest()});
+    done_pairs.insert({r.shape, schedule::digest(r.schedule)});
   }
   auto best_prediction = [&](size_t s) {
     double best = 0;
@@ -352,10 +360,11 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
   std::vector<MicroKernelSchedule> candidates;
   ScheduleSet seen;
   for (const TuningRecord* r : own)
-    if (seen.insert(r->schedule).second) candidates.push_back(r->schedule);
+    if (seen.insert(micro_kernel(*r)).second) candidates.push_back(micro_kernel(*r));
   std::vector<std::vector<double>> score = candidate_scores(o, model, candidates, own);
-  std::vector<FinalistWindow> windows =
-      plan_finalists(shapes, candidates, score, o.finalists);
+  std::vector<FinalistWindow> windows = plan_finalists(
+      shapes, std::vector<schedule::AnySchedule>(candidates.begin(), candidates.end()), score,
+      o.finalists);
   if (windows.empty()) {
     report.module = build_module(o, model, candidates, score, o.max_kernels, report.notes);
   } else {
@@ -374,7 +383,9 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - final_start).count();
     FinalScores finals = final_scores(
         shapes, windows, records.records(),
-        [&](const std::vector<MicroKernelSchedule>& k) { return model.predict_at_shapes(k, shapes); });
+        [&](const std::vector<schedule::AnySchedule>& k) {
+          return model.predict_at_shapes(micro_kernels(k), shapes);
+        });
     report.notes.push_back(fmt::format(
         "finalists: {} kernels side by side on {} shapes ({} measured in this run, {:.1f} s; "
         "{} paired numbers decide)",
@@ -383,8 +394,8 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
       fmt::print(stderr, "{}finalists: {} measured side by side on {} shapes in {:.1f} s\n",
                  o.label.empty() ? "" : o.label + ": ", measured_now, windows.size(),
                  final_seconds);
-    report.module =
-        build_module(o, model, finals.kernels, finals.score, o.max_kernels, report.notes);
+    report.module = build_module(o, model, micro_kernels(finals.kernels), finals.score,
+                                 o.max_kernels, report.notes);
   }
   report.notes.push_back(fmt::format("occupancy exponent fitted: {:.3f} ({} threads)",
                                      model.occupancy().alpha, o.threads));
@@ -454,7 +465,7 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
     for (const TuningRecord* r : own())
       if (r->ok() && (!best || r->gflops > best->gflops)) best = r;
     if (!best) user_error("M={}: no trial produced a correct kernel", m);
-    if (winner_set.insert(best->schedule).second) winners.push_back(best->schedule);
+    if (winner_set.insert(micro_kernel(*best)).second) winners.push_back(micro_kernel(*best));
   }
   report.trials_total = progress.done();
   report.trials_this_run = progress.done() - progress.done_at_start();
@@ -533,7 +544,8 @@ ModelEvaluation evaluate_cost_model(const ops::OperatorSpec& spec, int threads,
   std::vector<const TuningRecord*> ok = clean_records(records);
   // Split by schedule (its digest): a kernel is never on both sides.
   std::vector<const TuningRecord*> train, test;
-  for (const TuningRecord* r : ok) (r->schedule.digest() % 5 == 0 ? test : train).push_back(r);
+  for (const TuningRecord* r : ok)
+    (schedule::digest(r->schedule) % 5 == 0 ? test : train).push_back(r);
   CostModel model(op, threads);
   model.fit(train);
   ModelEvaluation e;

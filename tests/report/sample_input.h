@@ -31,14 +31,14 @@ inline schedule::MicroKernelSchedule sample_schedule(schedule::Isa isa, int64_t 
 }
 
 // The `count` fastest distinct schedules of the records, slowest of them first.
-inline std::vector<schedule::MicroKernelSchedule> fastest_schedules(
+inline std::vector<schedule::AnySchedule> fastest_schedules(
     const std::vector<tune::TuningRecord>& records, size_t count) {
   std::vector<const tune::TuningRecord*> ok;
   for (const tune::TuningRecord& r : records)
     if (r.ok()) ok.push_back(&r);
   std::sort(ok.begin(), ok.end(),
             [](const auto* a, const auto* b) { return a->gflops > b->gflops; });
-  std::vector<schedule::MicroKernelSchedule> out;
+  std::vector<schedule::AnySchedule> out;
   for (const tune::TuningRecord* r : ok)
     if (out.size() < count && std::find(out.begin(), out.end(), r->schedule) == out.end())
       out.push_back(r->schedule);
@@ -47,7 +47,7 @@ inline std::vector<schedule::MicroKernelSchedule> fastest_schedules(
 }
 
 inline runtime::ModuleSpec module_with_bands(const ops::OperatorSpec& op, schedule::Isa isa,
-                                             std::vector<schedule::MicroKernelSchedule> kernels,
+                                             std::vector<schedule::AnySchedule> kernels,
                                              const std::vector<int64_t>& band_ends) {
   runtime::ModuleSpec m;
   m.op = op;
@@ -137,7 +137,7 @@ inline TuningReportInput sample_input(const std::string& records_path,
     r.shape = {small.module.op.instances[i % 4].value};
     r.origin = i % 4 == 3 ? tune::Origin::Probe : tune::Origin::Joint;
     double m = double(r.shape[0]);
-    r.gflops = 40 * m / (m + 4) * (0.6 + 0.08 * double(r.schedule.mr)) + double(i % 5);
+    r.gflops = 40 * m / (m + 4) * (0.6 + 0.08 * double(tune::micro_kernel(r).mr)) + double(i % 5);
     r.seconds = 2 * m * 96 * 64 / (r.gflops * 1e9);
     if (i % 13 == 5) {
       r.error = "wrong result: max relative error 0.3";

@@ -38,7 +38,7 @@ std::vector<std::vector<int64_t>> range(int64_t lo, int64_t hi) {
 
 TEST(Finalists, EachSampledShapeMeetsItsBestAndItsNeighboursBest) {
   std::vector<std::vector<int64_t>> shapes = range(1, 9);
-  std::vector<schedule::MicroKernelSchedule> ks = {kernel(1), kernel(2), kernel(3), kernel(4),
+  std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2), kernel(3), kernel(4),
                                                    kernel(5)};
   // Kernel k is best on shapes 2k..2k+1 (k = 0..4), second best is k+1.
   std::vector<std::vector<double>> score(shapes.size(), std::vector<double>(ks.size(), 1.0));
@@ -71,7 +71,7 @@ TEST(Finalists, SamplesSmallShapesDenselyAndLargeOnesEvenly) {
   // The main job's 128 sequence lengths with the default 16: geometric 1, 2, 3, 4, 5, 6,
   // 7, 10, 13, 18, 25, 35, 49, 67, 93, 128 (each past the last) and evenly 1, 43, 86, 128.
   std::vector<std::vector<int64_t>> shapes = range(1, 128);
-  std::vector<schedule::MicroKernelSchedule> ks = {kernel(1)};
+  std::vector<schedule::AnySchedule> ks = {kernel(1)};
   std::vector<std::vector<double>> score(shapes.size(), std::vector<double>(1, 1.0));
   std::vector<FinalistWindow> w = plan_finalists(shapes, ks, score, FinalistParams{});
   std::vector<int64_t> sampled;
@@ -86,7 +86,7 @@ TEST(Finalists, SamplesSmallShapesDenselyAndLargeOnesEvenly) {
 
 TEST(Finalists, ScoresArePairedNumbersAndScaledPredictionsBetween) {
   std::vector<std::vector<int64_t>> shapes = range(1, 5);
-  std::vector<schedule::MicroKernelSchedule> ks = {kernel(1), kernel(2)};
+  std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2)};
   std::vector<std::vector<double>> predicted = {{10, 10, 10, 10, 10}, {20, 20, 20, 20, 20}};
   std::vector<TuningRecord> records;
   auto final = [&](size_t k, int64_t m, double g) {
@@ -184,7 +184,7 @@ class FinalistsTunerTest : public testing::ScratchDirTest {
     SearchSpace space(o.op.build(), codegen::host_target().isa, threads, o.op.declared_shapes(),
                       SpaceKind::ShapeGeneric);
     ScheduleSet first_round;
-    for (size_t i = 0; i < 16 && i < recs.size(); ++i) first_round.insert(recs[i].schedule);
+    for (size_t i = 0; i < 16 && i < recs.size(); ++i) first_round.insert(micro_kernel(recs[i]));
     int seeds_measured = 0;
     for (const auto& s : space.seeds_for_shapes()) seeds_measured += int(first_round.count(s));
     EXPECT_GE(seeds_measured, 4);
@@ -204,8 +204,9 @@ class FinalistsTunerTest : public testing::ScratchDirTest {
     // The module's kernels are finalists, and it computes every shape correctly.
     ScheduleSet final_kernels;
     for (const TuningRecord& rec : recs)
-      if (rec.origin == Origin::Final) final_kernels.insert(rec.schedule);
-    for (const auto& k : r.module.kernels) EXPECT_TRUE(final_kernels.count(k));
+      if (rec.origin == Origin::Final) final_kernels.insert(micro_kernel(rec));
+    for (const auto& k : r.module.kernels)
+      EXPECT_TRUE(final_kernels.count(std::get<schedule::MicroKernelSchedule>(k)));
     runtime::Module m = runtime::Module::compile(r.module);
     std::mt19937_64 rng(5);
     for (int64_t M : {1, 2, 7, 9, 13, 16, 23, 24, 25, 77})

@@ -76,7 +76,7 @@ TEST(MeasureSpread, ADisturbedMeasurementIsMeasuredAgainOrMarked) {
 
 TEST(MeasureSpread, SideBySideChecksAndTimesEachKernel) {
   Measurer m(small_dense(), options());
-  std::vector<schedule::MicroKernelSchedule> ks = {kernel(1), kernel(2), kernel(4)};
+  std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2), kernel(4)};
   std::vector<MeasureResult> r = m.measure_side_by_side(ks, {23});
   ASSERT_EQ(r.size(), 3u);
   for (const MeasureResult& one : r) {

@@ -89,7 +89,7 @@ TEST_F(TunerTest, PerShapeBaselineTunesEachShapeAlone) {
     EXPECT_EQ(rec.origin, Origin::PerShape);
     int64_t M = rec.shape[0];
     EXPECT_TRUE(M == 5 || M == 24);
-    EXPECT_EQ(M % rec.schedule.mr, 0) << "divisor space";
+    EXPECT_EQ(M % micro_kernel(rec).mr, 0) << "divisor space";
   }
   runtime::Module m = runtime::Module::compile(r.module);
   std::mt19937_64 rng(3);
