@@ -17,8 +17,12 @@ std::string duration_text(double s) {
 
 }  // namespace
 
-Progress::Progress(std::string label, int64_t budget, bool quiet)
-    : label_(std::move(label)), budget_(budget), quiet_(quiet), tty_(::isatty(2) == 1) {}
+Progress::Progress(std::string label, int64_t budget, bool quiet, std::string unit)
+    : label_(std::move(label)),
+      budget_(budget),
+      quiet_(quiet),
+      tty_(::isatty(2) == 1),
+      unit_(std::move(unit)) {}
 
 void Progress::resume(int64_t trials, int64_t errors) {
   done_ += trials;
@@ -54,12 +58,11 @@ void Progress::draw(bool end_line) const {
   filled = std::min(filled, width);
   fmt::print(stderr,
              "{}{} [{}{}] {}/{} trials  {} elapsed  ETA {}  geomean best: predicted {}, "
-             "measured {} GFLOP/s  errors {}{}",
+             "measured {} {}  errors {}{}",
              tty_ ? "\r\033[K" : "", what, std::string(filled, '#'),
              std::string(width - filled, '.'), done_, budget_, duration_text(elapsed),
-             duration_text(eta),
-             last_predicted_ > 0 ? fmt::format("{:.1f}", last_predicted_) : "-",
-             last_measured_ > 0 ? fmt::format("{:.1f}", last_measured_) : "-", errors_,
+             duration_text(eta), last_predicted_ > 0 ? fmt::format("{:.1f}", last_predicted_) : "-",
+             last_measured_ > 0 ? fmt::format("{:.1f}", last_measured_) : "-", unit_, errors_,
              end_line || !tty_ ? "\n" : "");
 }
 

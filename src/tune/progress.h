@@ -11,7 +11,8 @@ namespace dietcode::tune {
 
 class Progress {
  public:
-  Progress(std::string label, int64_t budget, bool quiet);
+  // `unit`: of the speeds shown (GB/s for a row operator).
+  Progress(std::string label, int64_t budget, bool quiet, std::string unit = "GFLOP/s");
 
   // Trials already in the records when the run starts (resumed).
   void resume(int64_t trials, int64_t errors);
@@ -34,6 +35,7 @@ class Progress {
   // The last round's figures, repeated while the next round's trials complete.
   double last_predicted_ = 0, last_measured_ = 0;
   std::string last_step_;
+  std::string unit_;
 };
 
 }  // namespace dietcode::tune

@@ -17,6 +17,8 @@
 #include "tune/finalists.h"
 #include "tune/progress.h"
 #include "tune/select.h"
+#include "tune/small_space.h"
+#include "tune/trials.h"
 
 namespace dietcode::tune {
 
@@ -24,147 +26,18 @@ namespace {
 
 using schedule::MicroKernelSchedule;
 
-// The correct records: every one may be a selection candidate.
-std::vector<const TuningRecord*> ok_records(const std::vector<TuningRecord>& a,
-                                            const std::vector<TuningRecord>& b = {}) {
-  std::vector<const TuningRecord*> out;
-  for (const auto* v : {&a, &b})
-    for (const TuningRecord& r : *v)
-      if (r.ok() && r.gflops > 0) out.push_back(&r);
-  return out;
+// The contraction cost model's predictions for kernels of any kind (all contractions).
+PredictAt predictor(const CostModel& model) {
+  return [&model](const std::vector<schedule::AnySchedule>& k,
+                  const std::vector<std::vector<int64_t>>& shapes) {
+    std::vector<MicroKernelSchedule> kernels;
+    for (const schedule::AnySchedule& s : k) kernels.push_back(std::get<MicroKernelSchedule>(s));
+    return model.predict_at_shapes(kernels, shapes);
+  };
 }
 
-// What the cost model learns from: the correct records not marked disturbed (a time a
-// neighbour inflated would teach f_MK a wrong throughput).
-std::vector<const TuningRecord*> clean_records(const std::vector<TuningRecord>& a,
-                                               const std::vector<TuningRecord>& b = {}) {
-  std::vector<const TuningRecord*> out;
-  for (const TuningRecord* r : ok_records(a, b))
-    if (r->clean()) out.push_back(r);
-  return out;
-}
-
-// Shapes beyond the declared range the dispatcher is also fitted on, so that an
-// undeclared shape goes to the kernel the cost model prefers there.
-std::vector<std::vector<int64_t>> outside_shapes(const ops::OperatorSpec& op) {
-  std::vector<std::vector<int64_t>> out;
-  for (int64_t m = 1; m < op.m_min; m = std::max(m + 1, m * 5 / 4)) out.push_back({m});
-  for (int64_t m = op.m_max + 1; m <= op.m_max * 64; m = std::max(m + 1, m * 9 / 8))
-    out.push_back({m});
-  return out;
-}
-
-// The candidates' score[declared shape][kernel]: measurement where one exists (the
-// median of a kernel's records there), else the cost model.
-std::vector<std::vector<double>> candidate_scores(const TuneOptions& o, const CostModel& model,
-                                                  const std::vector<MicroKernelSchedule>& candidates,
-                                                  const std::vector<const TuningRecord*>& records) {
-  std::vector<std::vector<int64_t>> declared = o.op.declared_shapes();
-  std::vector<std::vector<double>> predicted = model.predict_at_shapes(candidates, declared);
-  std::vector<std::vector<double>> score(declared.size(), std::vector<double>(candidates.size()));
-  for (size_t k = 0; k < candidates.size(); ++k)
-    for (size_t s = 0; s < declared.size(); ++s) score[s][k] = predicted[k][s];
-  // Measured numbers (their median) replace predictions where the kernel was measured
-  // on that shape.
-  std::unordered_map<MicroKernelSchedule, int, schedule::ScheduleHash> index;
-  for (size_t k = 0; k < candidates.size(); ++k) index[candidates[k]] = int(k);
-  std::map<std::vector<int64_t>, int> shape_index;
-  for (size_t s = 0; s < declared.size(); ++s) shape_index[declared[s]] = int(s);
-  std::map<std::pair<int, int>, std::vector<double>> measured;
-  for (const TuningRecord* r : records) {
-    auto k = index.find(micro_kernel(*r));
-    auto s = shape_index.find(r->shape);
-    if (k != index.end() && s != shape_index.end())
-      measured[{s->second, k->second}].push_back(r->gflops);
-  }
-  for (auto& [sk, v] : measured) {
-    std::sort(v.begin(), v.end());
-    score[sk.first][sk.second] = v[v.size() / 2];
-  }
-  return score;
-}
-
-// A module from candidate kernels and their score on every declared shape: select; fit
-// the tree (outside the declared range, by the cost model).
-runtime::ModuleSpec build_module(const TuneOptions& o, const CostModel& model,
-                                 const std::vector<MicroKernelSchedule>& candidates,
-                                 const std::vector<std::vector<double>>& score, int max_kernels,
-                                 std::vector<std::string>& notes) {
-  std::vector<std::vector<int64_t>> declared = o.op.declared_shapes();
-  std::vector<double> weights = o.op.declared_weights();
-  Selection sel = select_micro_kernels(score, weights, max_kernels);
-  runtime::ModuleSpec m;
-  m.op = o.op;
-  m.isa = codegen::host_target().isa;
-  m.threads = o.threads;
-  std::vector<std::vector<int64_t>> tree_shapes = declared;
-  std::vector<int> labels = sel.assignment;
-  std::vector<MicroKernelSchedule> chosen;
-  for (int k : sel.kernels) chosen.push_back(candidates[k]);
-  std::vector<std::vector<int64_t>> outside = outside_shapes(o.op);
-  if (!outside.empty()) {
-    std::vector<std::vector<double>> p = model.predict_at_shapes(chosen, outside);
-    for (size_t s = 0; s < outside.size(); ++s) {
-      tree_shapes.push_back(outside[s]);
-      size_t best = 0;
-      for (size_t k = 1; k < chosen.size(); ++k)
-        if (p[k][s] > p[best][s]) best = k;
-      labels.push_back(int(best));
-    }
-  }
-  m.kernels.assign(chosen.begin(), chosen.end());
-  m.dispatch = build_dispatch_tree(tree_shapes, labels);
-  notes.push_back(fmt::format("selected {} micro-kernels (top-{} cover), dispatch tree depth {}",
-                              chosen.size(), sel.top_k, m.dispatch.depth()));
-  return m;
-}
-
-// The contraction schedules of a list of any kind (the contraction tuner's own view).
-std::vector<MicroKernelSchedule> micro_kernels(const std::vector<schedule::AnySchedule>& any) {
-  std::vector<MicroKernelSchedule> out;
-  for (const schedule::AnySchedule& s : any) out.push_back(std::get<MicroKernelSchedule>(s));
-  return out;
-}
-
-// One measurement to make, and why.
-struct Trial {
-  MeasureRequest request;
-  Origin origin;
-};
-
-TuningRecord to_record(const schedule::AnySchedule& s, const std::vector<int64_t>& shape,
-                       Origin origin, const MeasureResult& r) {
-  TuningRecord rec;
-  rec.schedule = s;
-  rec.shape = shape;
-  rec.origin = origin;
-  rec.seconds = r.error.empty() ? r.seconds : 0;
-  rec.gflops = r.error.empty() ? r.gflops : 0;
-  rec.max_rel_err = r.max_rel_err;
-  rec.compile_seconds = r.compile_seconds;
-  rec.error = r.error;
-  if (r.error.empty()) rec.timing = r.timing;
-  if (rec.error.empty() && !(rec.seconds > 0)) rec.error = "no time measured";
-  return rec;
-}
-
-// Measures a batch and appends every result the moment it is final.
-void measure_and_record(Measurer& measurer, RecordFile& records, const std::vector<Trial>& trials,
-                        Progress& progress) {
-  std::vector<MeasureRequest> requests;
-  for (const Trial& t : trials) requests.push_back(t.request);
-  measurer.measure(requests, [&](size_t i, const MeasureResult& r) {
-    TuningRecord rec = to_record(requests[i].schedule, requests[i].shape, trials[i].origin, r);
-    records.append(rec);
-    progress.trial_done(rec.ok());
-  });
-}
-
-MeasureOptions measure_options(const TuneOptions& o) {
-  MeasureOptions m = o.measure;
-  m.threads = o.threads;
-  if (m.worker_path.empty()) m.worker_path = default_worker_path();
-  return m;
+std::vector<schedule::AnySchedule> any(const std::vector<MicroKernelSchedule>& k) {
+  return {k.begin(), k.end()};
 }
 
 // The search's seeds, shared by both modes: the kernels of `records` in first-measured
@@ -303,7 +176,8 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
     std::vector<const TuningRecord*> searched;
     for (const TuningRecord& r : records.records())
       if (r.origin == Origin::Joint) searched.push_back(&r);
-    Seeds seeds = rank_seeds(searched, [&](const TuningRecord& r) { return model.intrinsic_gflops(r); });
+    Seeds seeds =
+        rank_seeds(searched, [&](const TuningRecord& r) { return model.intrinsic_gflops(r); });
     ctx.trials_so_far = progress.done();
     ctx.rule_seeds.clear();
     if (progress.done() == 0) ctx.rule_seeds = space.seeds_for_shapes();
@@ -315,8 +189,8 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
     const int calibration_room = calibrate_now ? kCalibrationTrials : 0;
     if (calibrate_now) probes = std::max(probes, calibration_room);
     std::vector<Trial> trials;
-    for (const MicroKernelSchedule& s : propose_batch(ctx, o.search, seeds.best_first,
-                                                      seeds.measured, count - probes, rng))
+    for (const MicroKernelSchedule& s :
+         propose_batch(ctx, o.search, seeds.best_first, seeds.measured, count - probes, rng))
       trials.push_back({{s, shapes[model.best_fit(s, space.extents())], ""}, Origin::Joint});
     std::vector<MicroKernelSchedule> top(
         seeds.best_first.begin(),
@@ -361,42 +235,10 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
   ScheduleSet seen;
   for (const TuningRecord* r : own)
     if (seen.insert(micro_kernel(*r)).second) candidates.push_back(micro_kernel(*r));
-  std::vector<std::vector<double>> score = candidate_scores(o, model, candidates, own);
-  std::vector<FinalistWindow> windows = plan_finalists(
-      shapes, std::vector<schedule::AnySchedule>(candidates.begin(), candidates.end()), score,
-      o.finalists);
-  if (windows.empty()) {
-    report.module = build_module(o, model, candidates, score, o.max_kernels, report.notes);
-  } else {
-    auto final_start = std::chrono::steady_clock::now();
-    int measured_now = 0;
-    for (const FinalistWindow& w : windows) {
-      if (window_done(w, records.records())) continue;
-      std::vector<MeasureResult> r = measurer.measure_side_by_side(w.kernels, w.shape);
-      for (size_t i = 0; i < r.size(); ++i) {
-        TuningRecord rec = to_record(w.kernels[i], w.shape, Origin::Final, r[i]);
-        records.append(rec);
-        ++measured_now;
-      }
-    }
-    double final_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - final_start).count();
-    FinalScores finals = final_scores(
-        shapes, windows, records.records(),
-        [&](const std::vector<schedule::AnySchedule>& k) {
-          return model.predict_at_shapes(micro_kernels(k), shapes);
-        });
-    report.notes.push_back(fmt::format(
-        "finalists: {} kernels side by side on {} shapes ({} measured in this run, {:.1f} s; "
-        "{} paired numbers decide)",
-        finals.kernels.size(), windows.size(), measured_now, final_seconds, finals.measured));
-    if (!o.quiet && measured_now > 0)
-      fmt::print(stderr, "{}finalists: {} measured side by side on {} shapes in {:.1f} s\n",
-                 o.label.empty() ? "" : o.label + ": ", measured_now, windows.size(),
-                 final_seconds);
-    report.module = build_module(o, model, micro_kernels(finals.kernels), finals.score,
-                                 o.max_kernels, report.notes);
-  }
+  PredictAt predict = predictor(model);
+  std::vector<std::vector<double>> score = candidate_scores(o.op, predict, any(candidates), own);
+  report.module =
+      select_with_finals(o, records, measurer, predict, any(candidates), score, report.notes);
   report.notes.push_back(fmt::format("occupancy exponent fitted: {:.3f} ({} threads)",
                                      model.occupancy().alpha, o.threads));
   return report;
@@ -477,7 +319,9 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
   for (const TuningRecord& r : records.records())
     if (r.origin == Origin::PerShape) all.push_back(r);
   model.fit(clean_records(all, warm));
-  report.module = build_module(o, model, winners, candidate_scores(o, model, winners, ok_records(all)),
+  PredictAt predict = predictor(model);
+  report.module = build_module(o, predict, any(winners),
+                               candidate_scores(o.op, predict, any(winners), ok_records(all)),
                                int(winners.size()), report.notes);
   return report;
 }
@@ -492,18 +336,14 @@ TuneReport tune(const TuneOptions& o) {
     user_error("--trials-per-shape {}: expected >= 1", o.trials_per_shape);
   for (int64_t m : o.per_shape_m)
     if (m < o.op.m_min || m > o.op.m_max)
-      user_error("per-shape M={} is outside the declared range {}..{}", m, o.op.m_min,
-                 o.op.m_max);
+      user_error("per-shape M={} is outside the declared range {}..{}", m, o.op.m_min, o.op.m_max);
   o.op.build();  // validates
-  // Only contractions have a search space, a cost model and a module format so far; say so
-  // before a records file is created.
-  if (ops::is_row_operator(o.op.op) || o.op.op == "attention")
+  const bool small_space = schedule::kind_of_operator(o.op) != schedule::Kind::Contraction;
+  if (small_space && o.per_shape)
     user_error(
-        "operator {}: tuning covers dense and batch_matmul so far; {} has its own schedule "
-        "kind, which `dietcode verify --op {}` checks and `dietcode bench --workload {}` "
-        "measures under a grid of schedules",
-        o.op.op, o.op.op, o.op.op,
-        o.op.op == "attention" ? "bert-attention" : "bert-elementwise");
+        "operator {}: the per-shape (Ansor-style) baseline covers dense and batch_matmul; {} "
+        "is tuned jointly (leave out --per-shape)",
+        o.op.op, o.op.op);
   auto start = std::chrono::steady_clock::now();
   RecordFile records =
       RecordFile::open({o.records_path, workload_json(o.op, o.threads), this_machine()});
@@ -517,8 +357,9 @@ TuneReport tune(const TuneOptions& o) {
                  o.warm_start_path);
   }
   Measurer measurer(o.op, measure_options(o));
-  TuneReport report = o.per_shape ? tune_per_shape(o, records, warm, measurer)
-                                  : tune_joint(o, records, warm, measurer);
+  TuneReport report = small_space   ? tune_small_space(o, records, measurer)
+                      : o.per_shape ? tune_per_shape(o, records, warm, measurer)
+                                    : tune_joint(o, records, warm, measurer);
   report.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::time_t now = std::time(nullptr);

@@ -108,6 +108,13 @@ std::optional<bench::BenchResult> bench_modules(const TuneWorkloadOptions& o,
   int64_t m_max = 0;
   for (const TunedOperator& op : tuned) {
     const runtime::ModuleSpec& spec = op.report.module;
+    if (schedule::kind_of_operator(spec.op) != schedule::Kind::Contraction) {
+      fmt::print(
+          "note: {} is a {} operator; the final benchmark compares products with the vendor "
+          "libraries (`dietcode bench --workload {}` measures it against oneDNN)\n",
+          op.name, spec.op.op, spec.op.op == "attention" ? "bert-attention" : "bert-elementwise");
+      continue;
+    }
     if (spec.op.epilogue != "none") {
       fmt::print(
           "note: {} has epilogue {}; the vendor libraries compute plain products, so it "

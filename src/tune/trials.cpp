@@ -1,0 +1,170 @@
+#include "tune/trials.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <unordered_map>
+
+#include "codegen/llvm/target.h"
+#include "tune/select.h"
+
+namespace dietcode::tune {
+
+// The correct records: every one may be a selection candidate.
+std::vector<const TuningRecord*> ok_records(const std::vector<TuningRecord>& a,
+                                            const std::vector<TuningRecord>& b) {
+  std::vector<const TuningRecord*> out;
+  for (const auto* v : {&a, &b})
+    for (const TuningRecord& r : *v)
+      if (r.ok() && r.gflops > 0) out.push_back(&r);
+  return out;
+}
+
+// What the cost model learns from: the correct records not marked disturbed (a time a
+// neighbour inflated would teach f_MK a wrong throughput).
+std::vector<const TuningRecord*> clean_records(const std::vector<TuningRecord>& a,
+                                               const std::vector<TuningRecord>& b) {
+  std::vector<const TuningRecord*> out;
+  for (const TuningRecord* r : ok_records(a, b))
+    if (r->clean()) out.push_back(r);
+  return out;
+}
+
+// Shapes beyond the declared range the dispatcher is also fitted on, so that an
+// undeclared shape goes to the kernel the cost model prefers there.
+std::vector<std::vector<int64_t>> outside_shapes(const ops::OperatorSpec& op) {
+  std::vector<std::vector<int64_t>> out;
+  for (int64_t m = 1; m < op.m_min; m = std::max(m + 1, m * 5 / 4)) out.push_back({m});
+  for (int64_t m = op.m_max + 1; m <= op.m_max * 64; m = std::max(m + 1, m * 9 / 8))
+    out.push_back({m});
+  return out;
+}
+
+TuningRecord to_record(const schedule::AnySchedule& s, const std::vector<int64_t>& shape,
+                       Origin origin, const MeasureResult& r) {
+  TuningRecord rec;
+  rec.schedule = s;
+  rec.shape = shape;
+  rec.origin = origin;
+  rec.seconds = r.error.empty() ? r.seconds : 0;
+  rec.gflops = r.error.empty() ? r.gflops : 0;
+  rec.max_rel_err = r.max_rel_err;
+  rec.compile_seconds = r.compile_seconds;
+  rec.error = r.error;
+  if (r.error.empty()) rec.timing = r.timing;
+  if (rec.error.empty() && !(rec.seconds > 0)) rec.error = "no time measured";
+  return rec;
+}
+
+// Measures a batch and appends every result the moment it is final.
+void measure_and_record(Measurer& measurer, RecordFile& records, const std::vector<Trial>& trials,
+                        Progress& progress) {
+  std::vector<MeasureRequest> requests;
+  for (const Trial& t : trials) requests.push_back(t.request);
+  measurer.measure(requests, [&](size_t i, const MeasureResult& r) {
+    TuningRecord rec = to_record(requests[i].schedule, requests[i].shape, trials[i].origin, r);
+    records.append(rec);
+    progress.trial_done(rec.ok());
+  });
+}
+
+MeasureOptions measure_options(const TuneOptions& o) {
+  MeasureOptions m = o.measure;
+  m.threads = o.threads;
+  if (m.worker_path.empty()) m.worker_path = default_worker_path();
+  return m;
+}
+
+std::vector<std::vector<double>> candidate_scores(
+    const ops::OperatorSpec& op, const PredictAt& predict,
+    const std::vector<schedule::AnySchedule>& candidates,
+    const std::vector<const TuningRecord*>& records) {
+  std::vector<std::vector<int64_t>> declared = op.declared_shapes();
+  std::vector<std::vector<double>> predicted = predict(candidates, declared);
+  std::vector<std::vector<double>> score(declared.size(), std::vector<double>(candidates.size()));
+  for (size_t k = 0; k < candidates.size(); ++k)
+    for (size_t s = 0; s < declared.size(); ++s) score[s][k] = predicted[k][s];
+  std::unordered_map<schedule::AnySchedule, int, schedule::AnyScheduleHash> index;
+  for (size_t k = 0; k < candidates.size(); ++k) index[candidates[k]] = int(k);
+  std::map<std::vector<int64_t>, int> shape_index;
+  for (size_t s = 0; s < declared.size(); ++s) shape_index[declared[s]] = int(s);
+  std::map<std::pair<int, int>, std::vector<double>> measured;
+  for (const TuningRecord* r : records) {
+    auto k = index.find(r->schedule);
+    auto s = shape_index.find(r->shape);
+    if (k != index.end() && s != shape_index.end())
+      measured[{s->second, k->second}].push_back(r->gflops);
+  }
+  for (auto& [sk, v] : measured) {
+    std::sort(v.begin(), v.end());
+    score[sk.first][sk.second] = v[v.size() / 2];
+  }
+  return score;
+}
+
+runtime::ModuleSpec build_module(const TuneOptions& o, const PredictAt& predict,
+                                 const std::vector<schedule::AnySchedule>& candidates,
+                                 const std::vector<std::vector<double>>& score, int max_kernels,
+                                 std::vector<std::string>& notes) {
+  std::vector<std::vector<int64_t>> declared = o.op.declared_shapes();
+  std::vector<double> weights = o.op.declared_weights();
+  Selection sel = select_micro_kernels(score, weights, max_kernels);
+  runtime::ModuleSpec m;
+  m.op = o.op;
+  m.isa = codegen::host_target().isa;
+  m.threads = o.threads;
+  std::vector<std::vector<int64_t>> tree_shapes = declared;
+  std::vector<int> labels = sel.assignment;
+  for (int k : sel.kernels) m.kernels.push_back(candidates[k]);
+  std::vector<std::vector<int64_t>> outside = outside_shapes(o.op);
+  if (!outside.empty()) {
+    std::vector<std::vector<double>> p = predict(m.kernels, outside);
+    for (size_t s = 0; s < outside.size(); ++s) {
+      tree_shapes.push_back(outside[s]);
+      size_t best = 0;
+      for (size_t k = 1; k < m.kernels.size(); ++k)
+        if (p[k][s] > p[best][s]) best = k;
+      labels.push_back(int(best));
+    }
+  }
+  m.dispatch = build_dispatch_tree(tree_shapes, labels);
+  notes.push_back(fmt::format("selected {} kernels (top-{} cover), dispatch tree depth {}",
+                              m.kernels.size(), sel.top_k, m.dispatch.depth()));
+  return m;
+}
+
+runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records,
+                                       Measurer& measurer, const PredictAt& predict,
+                                       const std::vector<schedule::AnySchedule>& candidates,
+                                       const std::vector<std::vector<double>>& score,
+                                       std::vector<std::string>& notes) {
+  std::vector<std::vector<int64_t>> shapes = o.op.declared_shapes();
+  std::vector<FinalistWindow> windows = plan_finalists(shapes, candidates, score, o.finalists);
+  if (windows.empty()) return build_module(o, predict, candidates, score, o.max_kernels, notes);
+  auto start = std::chrono::steady_clock::now();
+  int measured_now = 0;
+  for (const FinalistWindow& w : windows) {
+    if (window_done(w, records.records())) continue;
+    std::vector<MeasureResult> r = measurer.measure_side_by_side(w.kernels, w.shape);
+    for (size_t i = 0; i < r.size(); ++i) {
+      records.append(to_record(w.kernels[i], w.shape, Origin::Final, r[i]));
+      ++measured_now;
+    }
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  FinalScores finals =
+      final_scores(shapes, windows, records.records(),
+                   [&](const std::vector<schedule::AnySchedule>& k) { return predict(k, shapes); });
+  notes.push_back(fmt::format(
+      "finalists: {} kernels side by side on {} shapes ({} measured in this run, {:.1f} s; "
+      "{} paired numbers decide)",
+      finals.kernels.size(), windows.size(), measured_now, seconds, finals.measured));
+  if (!o.quiet && measured_now > 0)
+    fmt::print(stderr, "{}finalists: {} measured side by side on {} shapes in {:.1f} s\n",
+               o.label.empty() ? "" : o.label + ": ", measured_now, windows.size(), seconds);
+  return build_module(o, predict, finals.kernels, finals.score, o.max_kernels, notes);
+}
+
+}  // namespace dietcode::tune
