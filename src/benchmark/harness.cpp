@@ -288,6 +288,8 @@ class BenchRun {
   bool each_module() const { return o_.layers == LayerSource::kEachModule; }
   // The sweep (or the given kernels) runs unless only modules were asked for.
   bool run_sweep() const { return o_.modules.empty() || o_.sweep || !o_.kernels.empty(); }
+  // The grid's name in the tables: "dietcode" alone, "dietcode-sweep" beside modules.
+  std::string sweep_impl() const { return o_.modules.empty() ? "dietcode" : "dietcode-sweep"; }
 
   void check_options() const {
     if (o_.t_values.empty()) user_error("--M: empty list of sizes");
@@ -377,6 +379,7 @@ class BenchRun {
     if (!run_sweep() && ours.modules.empty()) return ours;
     if (!run_sweep() && ours.modules.size() == 1) ours.modules[0].impl = "dietcode";
     if (layer.is_attention) {  // fused attention: the attention schedule grid
+      if (!run_sweep()) return ours;
       for (const schedule::AttentionSchedule& s : attention_sweep_grid(isa_, o_.threads)) {
         OurKernel k{runtime::Kernel::compile(layer.op, s), {}};
         result_.compile_seconds.push_back(k.kernel.compile_seconds());
@@ -394,6 +397,7 @@ class BenchRun {
       return ours;
     }
     if (layer.is_row) {  // a row operator: the row schedule grid
+      if (!run_sweep()) return ours;
       for (const schedule::RowSchedule& s : row_sweep_grid(isa_, o_.threads)) {
         OurKernel k{runtime::Kernel::compile(layer.op, s), {}};
         result_.compile_seconds.push_back(k.kernel.compile_seconds());
@@ -464,7 +468,6 @@ class BenchRun {
   std::vector<Candidate> bind_candidates(const WorkloadLayer& layer, OurCandidates& ours,
                                          ProblemData& data, size_t ti) {
     const int64_t t = o_.t_values[ti];
-    const std::string sweep_impl = o_.modules.empty() ? "dietcode" : "dietcode-sweep";
     std::vector<Candidate> candidates;
     for (OurKernel& k : ours.kernels) {
       std::vector<runtime::ConstTensor> args{{data.a.data(), int64_t(data.a.size())},
@@ -475,7 +478,7 @@ class BenchRun {
       }
       runtime::Kernel* kernel = &k.kernel;
       candidates.push_back(
-          {sweep_impl, schedule::to_json_text(k.kernel.schedule()), [kernel, args, t, &data] {
+          {sweep_impl(), schedule::to_json_text(k.kernel.schedule()), [kernel, args, t, &data] {
              kernel->run({t}, args, {data.c.data(), int64_t(data.c.size())});
            }});
     }
@@ -507,6 +510,20 @@ class BenchRun {
     return candidates;
   }
 
+  // Modules of a row operator or of attention, called through their dispatchers (no
+  // weights to pack).
+  void add_module_candidates(OurCandidates& ours, const std::vector<runtime::ConstTensor>& args,
+                             int64_t t, std::vector<float>& out,
+                             std::vector<Candidate>& candidates) {
+    for (OurModule& m : ours.modules) {
+      const runtime::Module* module = &m.module;
+      candidates.push_back({m.impl, fmt::format("kernel {}", m.module.select({t})),
+                            [module, args, t, &out] {
+                              module->run({t}, args, {out.data(), int64_t(out.size())});
+                            }});
+    }
+  }
+
   // Phase 4 for a row operator: our row kernels and the peers that have row operators.
   std::vector<Candidate> bind_row_candidates(const WorkloadLayer& layer, OurCandidates& ours,
                                              RowData& data, size_t ti) {
@@ -517,10 +534,11 @@ class BenchRun {
     for (OurKernel& k : ours.kernels) {
       runtime::Kernel* kernel = &k.kernel;
       candidates.push_back(
-          {"dietcode", schedule::to_json_text(k.kernel.row_schedule()), [kernel, args, t, &data] {
+          {sweep_impl(), schedule::to_json_text(k.kernel.row_schedule()), [kernel, args, t, &data] {
              kernel->run({t}, args, {data.out.data(), int64_t(data.out.size())});
            }});
     }
+    add_module_candidates(ours, args, t, data.out, candidates);
     for (auto& peer : loaded_.peers) {
       std::string why = peer->row_unsupported(data.p);
       if (!why.empty()) {  // said once per peer and reason, not per layer
@@ -552,11 +570,12 @@ class BenchRun {
     std::vector<Candidate> candidates;
     for (OurKernel& k : ours.kernels) {
       runtime::Kernel* kernel = &k.kernel;
-      candidates.push_back({"dietcode", schedule::to_json_text(k.kernel.attention_schedule()),
+      candidates.push_back({sweep_impl(), schedule::to_json_text(k.kernel.attention_schedule()),
                             [kernel, args, t, &data] {
                               kernel->run({t}, args, {data.out.data(), int64_t(data.out.size())});
                             }});
     }
+    add_module_candidates(ours, args, t, data.out, candidates);
     if (loaded_.peers.empty()) return candidates;
     const RowProblem softmax{RowOpKind::Softmax, layer.batch * t, t, 1e-5};
     // The fastest variant of the peers' variants of one stage, or none.

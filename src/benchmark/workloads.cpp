@@ -1,5 +1,7 @@
 #include "benchmark/workloads.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "ops/attention.h"
@@ -18,7 +20,47 @@ RowProblem WorkloadLayer::row_problem(int64_t t) const {
   return RowProblem{row_kind, row_batch * t, row_n > 0 ? row_n : t, 1e-5};
 }
 
+namespace {
+
+// The row operators the peers have (oneDNN's primitives), by spec name.
+std::optional<RowOpKind> row_kind_of(const std::string& op) {
+  if (op == "layer_norm") return RowOpKind::LayerNorm;
+  if (op == "add_layer_norm") return RowOpKind::AddLayerNorm;
+  if (op == "softmax") return RowOpKind::Softmax;
+  if (op == "gelu") return RowOpKind::Gelu;
+  return std::nullopt;
+}
+
+}  // namespace
+
 WorkloadLayer layer_for_operator(const std::string& name, const ops::OperatorSpec& spec) {
+  if (ops::is_row_operator(spec.op)) {
+    std::optional<RowOpKind> kind = row_kind_of(spec.op);
+    if (!kind)
+      user_error("{}: {}: the peers have layer_norm, add_layer_norm, softmax and gelu", name,
+                 spec.op);
+    WorkloadLayer l;
+    l.name = name;
+    l.op = spec.build();
+    l.is_row = true;
+    l.row_kind = *kind;
+    l.row_n = spec.n;
+    return l;
+  }
+  if (spec.op == "attention") {
+    if (spec.batch != 1 || spec.mask)
+      user_error(
+          "{}: attention with batch {} and mask {}: the peers' composition computes one "
+          "sequence without a mask",
+          name, spec.batch, spec.mask);
+    WorkloadLayer l;
+    l.name = name;
+    l.op = spec.build();
+    l.is_attention = true;
+    l.batch = spec.n;
+    l.k = spec.k;
+    return l;
+  }
   if (spec.epilogue != "none")
     user_error(
         "{}: epilogue {}: the peers compute plain products; bench measures operators "
@@ -38,7 +80,14 @@ WorkloadLayer layer_for_operator(const std::string& name, const ops::OperatorSpe
 }
 
 bool layer_computes(const WorkloadLayer& layer, const ops::OperatorSpec& spec) {
-  if (spec.epilogue != "none" || layer.is_row || layer.is_attention) return false;
+  if (layer.is_row)
+    return row_kind_of(spec.op) == layer.row_kind && layer.row_batch == 1 &&
+           layer.row_n == spec.n;
+  if (layer.is_attention)
+    return spec.op == "attention" && spec.batch == 1 && !spec.mask && layer.batch == spec.n &&
+           layer.k == spec.k;
+  if (spec.epilogue != "none" || spec.op == "attention" || ops::is_row_operator(spec.op))
+    return false;
   WorkloadLayer want = layer_for_operator("", spec);
   return layer.t_in_m && !layer.t_in_n && !layer.t_in_k && layer.batch == want.batch &&
          layer.n == want.n && layer.k == want.k && layer.b_layout_nk == want.b_layout_nk &&
