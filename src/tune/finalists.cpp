@@ -141,6 +141,18 @@ FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
       out.score[s][k] = predicted[k][s] * std::exp(log_ratio);
     }
   }
+  // On a shape measured side by side, a kernel that was not in the window ranks no higher
+  // than the slowest kernel that was: the window holds the shape's best candidates, and
+  // a ratio carried over from other shapes must not outbid a paired measurement (a fixed
+  // cost per call, say, that the model does not know shows up only where measured).
+  std::vector<double> slowest(S, INFINITY);
+  for (const auto& [ks, g] : final_gflops)
+    if (g > 0) slowest[ks.second] = std::min(slowest[ks.second], g);
+  for (size_t s = 0; s < S; ++s) {
+    if (!std::isfinite(slowest[s])) continue;
+    for (size_t k = 0; k < K; ++k)
+      if (!final_gflops.count({k, s})) out.score[s][k] = std::min(out.score[s][k], slowest[s]);
+  }
   return out;
 }
 

@@ -14,7 +14,8 @@
 //   final_scores     the score matrix selection decides from: the paired numbers on the
 //                    sampled shapes; between them, each finalist's prediction scaled by
 //                    its measured/predicted ratio, interpolated from the nearest sampled
-//                    shapes on either side
+//                    shapes on either side; on a sampled shape, a finalist that was not in
+//                    its window ranks no higher than the window's slowest kernel
 #pragma once
 
 #include <cstdint>

@@ -50,8 +50,11 @@ std::vector<AnySchedule> row_space(schedule::Isa isa, int threads, bool reductio
 
 std::vector<AnySchedule> attention_space(schedule::Isa isa, int threads) {
   std::vector<AnySchedule> out;
-  std::vector<schedule::AttentionParallel> parallel{schedule::AttentionParallel::Heads};
-  if (threads > 1) parallel.push_back(schedule::AttentionParallel::HeadsAndQueryTiles);
+  // One thread: no task loop at all (a pool of one still costs a round trip per call).
+  std::vector<schedule::AttentionParallel> parallel{schedule::AttentionParallel::None};
+  if (threads > 1)
+    parallel = {schedule::AttentionParallel::Heads,
+                schedule::AttentionParallel::HeadsAndQueryTiles};
   for (int64_t tile : {1, 2, 4, 8, 12, 16, 24, 32})
     for (int64_t block : {8, 16, 32, 64, 128})
       for (int64_t unroll : {1, 2, 4, 6, 8})

@@ -17,9 +17,9 @@
 #include "runtime/module.h"
 #include "support/int_math.h"
 #include "test_support.h"
-#include "tune_support.h"
 #include "tune/search_space.h"
 #include "tune/tuner.h"
+#include "tune_support.h"
 
 namespace dietcode::tune {
 namespace {
@@ -38,8 +38,7 @@ std::vector<std::vector<int64_t>> range(int64_t lo, int64_t hi) {
 
 TEST(Finalists, EachSampledShapeMeetsItsBestAndItsNeighboursBest) {
   std::vector<std::vector<int64_t>> shapes = range(1, 9);
-  std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2), kernel(3), kernel(4),
-                                                   kernel(5)};
+  std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2), kernel(3), kernel(4), kernel(5)};
   // Kernel k is best on shapes 2k..2k+1 (k = 0..4), second best is k+1.
   std::vector<std::vector<double>> score(shapes.size(), std::vector<double>(ks.size(), 1.0));
   for (size_t s = 0; s < shapes.size(); ++s) {
@@ -76,11 +75,10 @@ TEST(Finalists, SamplesSmallShapesDenselyAndLargeOnesEvenly) {
   std::vector<FinalistWindow> w = plan_finalists(shapes, ks, score, FinalistParams{});
   std::vector<int64_t> sampled;
   for (const FinalistWindow& one : w) sampled.push_back(one.shape[0]);
-  EXPECT_EQ(sampled, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 10, 13, 18, 25, 35, 43, 49,
-                                           67, 86, 93, 128}));
+  EXPECT_EQ(sampled, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 10, 13, 18, 25, 35, 43, 49, 67, 86,
+                                           93, 128}));
   // Fewer declared shapes than asked: every one.
-  w = plan_finalists(range(1, 5), ks, std::vector<std::vector<double>>(5, {1.0}),
-                     FinalistParams{});
+  w = plan_finalists(range(1, 5), ks, std::vector<std::vector<double>>(5, {1.0}), FinalistParams{});
   EXPECT_EQ(w.size(), 5u);
 }
 
@@ -113,6 +111,33 @@ TEST(Finalists, ScoresArePairedNumbersAndScaledPredictionsBetween) {
   EXPECT_NEAR(f.score[2][0], 10 * std::exp(0.5 * (std::log(2.0) + std::log(4.0))), 1e-9);
   EXPECT_DOUBLE_EQ(f.score[0][1], 10);
   EXPECT_DOUBLE_EQ(f.score[3][1], 10);  // half its prediction, carried from M=1
+}
+
+TEST(Finalists, AKernelNotInAShapesWindowDoesNotOutbidItsPairedNumbers) {
+  // Kernel 1 measured at its prediction at M=1 only; at M=4 (a window of kernel 0 alone)
+  // its carried-over score (100) would beat the measured 30: it is capped at 30, the
+  // window's slowest. At M=2 (no window) the carried score stands.
+  std::vector<std::vector<int64_t>> shapes = range(1, 4);
+  std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2)};
+  std::vector<std::vector<double>> predicted = {{10, 10, 10, 10}, {100, 100, 100, 100}};
+  std::vector<TuningRecord> records;
+  auto final = [&](size_t k, int64_t m, double g) {
+    TuningRecord r;
+    r.schedule = ks[k];
+    r.shape = {m};
+    r.origin = Origin::Final;
+    r.seconds = 1;
+    r.gflops = g;
+    records.push_back(r);
+  };
+  final(0, 1, 10);
+  final(1, 1, 100);
+  final(0, 4, 30);
+  FinalScores f = final_scores_from(shapes, ks, predicted, records);
+  EXPECT_DOUBLE_EQ(f.score[3][0], 30);
+  EXPECT_DOUBLE_EQ(f.score[3][1], 30);
+  EXPECT_DOUBLE_EQ(f.score[1][1], 100);
+  EXPECT_DOUBLE_EQ(f.score[0][1], 100);
 }
 
 TEST(Seeds, ValidAndCoverEachDeclaredShapeWithLittlePadding) {
@@ -161,7 +186,6 @@ TEST(Seeds, SmallShapesFirst) {
 
 class FinalistsTunerTest : public testing::ScratchDirTest {
  protected:
-
   TuneOptions options(int64_t trials, int threads) const {
     TuneOptions o = testing::small_tune_options(dir_, trials);
     o.threads = threads;
@@ -173,7 +197,6 @@ class FinalistsTunerTest : public testing::ScratchDirTest {
     return RecordFile::open({o.records_path, workload_json(o.op, o.threads), this_machine()})
         .records();
   }
-
 
   void tune_and_check(int threads) {
     TuneOptions o = options(32, threads);
@@ -217,7 +240,6 @@ class FinalistsTunerTest : public testing::ScratchDirTest {
     EXPECT_EQ(records(o).size(), recs.size());
     EXPECT_EQ(again.module.kernels, r.module.kernels);
   }
-
 };
 
 TEST_F(FinalistsTunerTest, OneThread) {
