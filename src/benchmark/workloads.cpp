@@ -1,8 +1,8 @@
 #include "benchmark/workloads.h"
 
-#include <optional>
-
 #include <fmt/format.h>
+
+#include <optional>
 
 #include "ops/attention.h"
 #include "ops/batch_matmul.h"
@@ -69,8 +69,10 @@ WorkloadLayer layer_for_operator(const std::string& name, const ops::OperatorSpe
   WorkloadLayer l;
   l.name = name;
   l.op = spec.build();
-  l.n = spec.n;
-  l.k = spec.k;
+  l.n = spec.n_is_m ? 0 : spec.n;
+  l.k = spec.k_is_m ? 0 : spec.k;
+  l.t_in_n = spec.n_is_m;
+  l.t_in_k = spec.k_is_m;
   if (spec.op == "batch_matmul") {
     l.batch = spec.batch;
     l.b_shared = false;
@@ -81,17 +83,16 @@ WorkloadLayer layer_for_operator(const std::string& name, const ops::OperatorSpe
 
 bool layer_computes(const WorkloadLayer& layer, const ops::OperatorSpec& spec) {
   if (layer.is_row)
-    return row_kind_of(spec.op) == layer.row_kind && layer.row_batch == 1 &&
-           layer.row_n == spec.n;
+    return row_kind_of(spec.op) == layer.row_kind && layer.row_batch == 1 && layer.row_n == spec.n;
   if (layer.is_attention)
     return spec.op == "attention" && spec.batch == 1 && !spec.mask && layer.batch == spec.n &&
            layer.k == spec.k;
   if (spec.epilogue != "none" || spec.op == "attention" || ops::is_row_operator(spec.op))
     return false;
   WorkloadLayer want = layer_for_operator("", spec);
-  return layer.t_in_m && !layer.t_in_n && !layer.t_in_k && layer.batch == want.batch &&
-         layer.n == want.n && layer.k == want.k && layer.b_layout_nk == want.b_layout_nk &&
-         layer.b_shared == want.b_shared;
+  return layer.t_in_m && layer.t_in_n == want.t_in_n && layer.t_in_k == want.t_in_k &&
+         layer.batch == want.batch && layer.n == want.n && layer.k == want.k &&
+         layer.b_layout_nk == want.b_layout_nk && layer.b_shared == want.b_shared;
 }
 
 std::vector<std::string> workload_names() {

@@ -75,9 +75,11 @@ ExportedBuffer affine_buffer(const te::Operator& op, size_t index, const std::st
   ExportedBuffer b{name, size_at(2) - size_at(1), 0, constant};
   b.fixed = size_at(1) - b.per_m;
   for (int64_t M : {3, 17, 1000, 123457})
-    DC_INTERNAL_CHECK(size_at(M) == b.per_m * M + b.fixed,
-                      "buffer {} of {} is not affine in M; the exported API assumes it is", name,
-                      op.name);
+    if (size_at(M) != b.per_m * M + b.fixed)
+      user_error(
+          "export: buffer {} of {} has {} elements at M = {}, not an affine function of M; the "
+          "exported C API sizes buffers as a + b * M (tune N or K as fixed sizes to export)",
+          name, op.name, size_at(M), M);
   return b;
 }
 
@@ -194,8 +196,9 @@ ExportResult export_module(const runtime::ModuleSpec& module, const ExportOption
   codegen::CpuTarget target = codegen::target_for_isa(module.isa);
   if (options.native) {
     if (!codegen::host_supports(module.isa))
-      user_error("export: --native: the module is for {} but this CPU ({}) only has {}", to_string(module.isa),
-                 codegen::host_target().cpu, to_string(codegen::host_target().isa));
+      user_error("export: --native: the module is for {} but this CPU ({}) only has {}",
+                 to_string(module.isa), codegen::host_target().cpu,
+                 to_string(codegen::host_target().isa));
     target = codegen::host_target();
   }
   ExportPlan plan = plan_export(module, options.name, target);

@@ -22,25 +22,24 @@ te::Operator OperatorSpec::build() const {
     user_error("operator M range {}..{}: expected 1 <= lo <= hi", m_min, m_max);
   // Bounds that keep every extent and buffer size far from int64 overflow.
   constexpr int64_t kMaxDim = int64_t{1} << 24, kMaxElements = int64_t{1} << 40;
-  for (auto [name, v] : {std::pair<const char*, int64_t>{"N", n}, {"K", k}, {"batch", batch},
-                         {"M", m_max}})
+  for (auto [name, v] :
+       {std::pair<const char*, int64_t>{"N", n}, {"K", k}, {"batch", batch}, {"M", m_max}})
     if (v > kMaxDim) user_error("operator {} = {}: larger than {}", name, v, kMaxDim);
-  if (batch * std::max(m_max, n) * std::max(n, k) > kMaxElements)
+  const int64_t n_max = n_is_m ? m_max : n, k_max = k_is_m ? m_max : k;
+  if (batch * std::max(m_max, n_max) * std::max(n_max, k_max) > kMaxElements)
     user_error("operator buffers of {} x {} x {} elements: larger than {}", batch,
-               std::max(m_max, n), std::max(n, k), kMaxElements);
+               std::max(m_max, n_max), std::max(n_max, k_max), kMaxElements);
   std::set<int64_t> seen;
   for (const te::WeightedInstance& i : instances)
-    if (!seen.insert(i.value).second) user_error("operator instance M = {} is listed twice", i.value);
+    if (!seen.insert(i.value).second)
+      user_error("operator instance M = {} is listed twice", i.value);
+  if ((n_is_m || k_is_m) && op != "batch_matmul")
+    user_error("operator {}: only batch_matmul takes N or K = M", op);
   te::ShapeVar m_var = te::shape_var("M", m_min, m_max, instances);
   ir::Expr m_expr = m_var.var;
   if (op == "dense") return dense({m_var}, m_expr, n, k, parse_epilogue(epilogue));
   if (is_row_operator(op)) {
     if (epilogue != "none") user_error("epilogue {}: {} takes no epilogue", epilogue, op);
-    if (!instances.empty())
-      user_error(
-          "operator {}: weighted instances are for tuning, which row operators do not "
-          "have yet",
-          op);
     if (op == "add") return add(m_min, m_max, {kM, n}, {kM, n});
     if (op == "gelu") return gelu(m_min, m_max, {kM, n});
     if (op == "gelu_tanh") return gelu_tanh(m_min, m_max, {kM, n});
@@ -50,16 +49,14 @@ te::Operator OperatorSpec::build() const {
   }
   if (op == "attention") {
     if (epilogue != "none") user_error("epilogue {}: attention takes no epilogue", epilogue);
-    if (!instances.empty())
-      user_error(
-          "operator attention: weighted instances are for tuning, which attention does not have "
-          "yet");
     return attention(m_min, m_max, n, attention_shapes(batch, n, k, mask));
   }
   if (mask) user_error("operator {}: only attention takes a mask", op);
   if (op == "batch_matmul") {
     if (epilogue != "none") user_error("epilogue {}: batch_matmul takes no epilogue", epilogue);
-    return batch_matmul({m_var}, batch, m_expr, n, k, parse_layout(layout));
+    if (n_is_m && k_is_m) user_error("operator batch_matmul: N and K cannot both be M");
+    return batch_matmul({m_var}, batch, m_expr, n_is_m ? m_expr : ir::Expr(n),
+                        k_is_m ? m_expr : ir::Expr(k), parse_layout(layout));
   }
   user_error(
       "operator '{}': unknown; expected dense, batch_matmul, add, gelu, gelu_tanh, softmax, "
@@ -91,7 +88,8 @@ std::vector<double> OperatorSpec::declared_weights() const {
 }
 
 std::string OperatorSpec::describe() const {
-  std::string s = fmt::format("{} N={} K={} M={}..{}", op, n, k, m_min, m_max);
+  std::string s = fmt::format("{} N={} K={} M={}..{}", op, n_is_m ? "M" : std::to_string(n),
+                              k_is_m ? "M" : std::to_string(k), m_min, m_max);
   if (op == "dense") s += " epilogue=" + epilogue;
   if (op == "batch_matmul") s += fmt::format(" batch={} layout={}", batch, layout);
   if (op == "attention") s += fmt::format(" batch={} mask={}", batch, mask);
@@ -105,6 +103,8 @@ bool OperatorSpec::operator==(const OperatorSpec& o) const {
 
 nlohmann::json to_json(const OperatorSpec& s) {
   nlohmann::json j = {{"op", s.op}, {"N", s.n}, {"K", s.k}, {"M", {s.m_min, s.m_max}}};
+  if (s.n_is_m) j["N"] = "M";
+  if (s.k_is_m) j["K"] = "M";
   if (s.op == "dense") j["epilogue"] = s.epilogue;
   if (s.op == "batch_matmul") {
     j["batch"] = s.batch;
@@ -150,8 +150,18 @@ OperatorSpec operator_spec_from_json(const nlohmann::json& j) {
   const nlohmann::json& op = field(j, "op");
   if (!op.is_string()) user_error("operator spec: field 'op' must be a string");
   s.op = op.get<std::string>();
-  s.n = integer_field(j, "N");
-  s.k = integer_field(j, "K");
+  // "N": "M" / "K": "M": the shape variable (batch_matmul).
+  auto dim = [&](const char* name, int64_t& value, bool& is_m) {
+    const nlohmann::json& v = field(j, name);
+    if (v.is_string() && v.get<std::string>() == "M") {
+      is_m = true;
+      value = 1;
+    } else {
+      value = integer_field(j, name);
+    }
+  };
+  dim("N", s.n, s.n_is_m);
+  dim("K", s.k, s.k_is_m);
   const nlohmann::json& m = field(j, "M");
   if (!m.is_array() || m.size() != 2 || !m[0].is_number_integer() || !m[1].is_number_integer())
     user_error("operator spec: field 'M' must be [lo, hi] (integers)");

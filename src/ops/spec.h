@@ -2,7 +2,8 @@
 // operator can be rebuilt exactly (te::Operator itself is an expression graph).
 //
 //   dense          Y[M, N] = act(X[M, K] W[N, K]^T + bias[N]),  M symbolic
-//   batch_matmul   C[b, M, N] = A[b, M, K] B[b, ...] (layout NN or NT),  M symbolic
+//   batch_matmul   C[b, M, N] = A[b, M, K] B[b, ...] (layout NN or NT),  M symbolic, and
+//                  N or K may be M too (attention's products, T on both sides)
 //   row operators  over X[M, N] (ops/row_ops.h): add (two [M, N] inputs), gelu,
 //                  gelu_tanh, softmax, layer_norm, add_layer_norm (eps 1e-5); K unused
 //   attention      fused softmax(Q K^T / sqrt(K) [+ mask]) V (ops/attention.h) over `batch`
@@ -27,6 +28,9 @@ struct OperatorSpec {
   int64_t n = 64, k = 64;
   int64_t batch = 1;          // batch_matmul only
   std::string layout = "NT";  // batch_matmul only
+  // batch_matmul only: N (or K) is the shape variable M too, as T on both sides of
+  // attention's Q K^T (N = T) and S V (K = T); JSON "N": "M". `n` (`k`) is then unused.
+  bool n_is_m = false, k_is_m = false;
   std::string epilogue = "none";  // dense only
   bool mask = false;              // attention only
   int64_t m_min = 1, m_max = 1;

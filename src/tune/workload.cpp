@@ -32,9 +32,7 @@ WorkloadOperator dense_layer(const std::string& name, int64_t n, int64_t k) {
 // the way to `path` build child paths, so a hostile wide or deep file costs one scan.
 class KeyLine {
  public:
-  KeyLine(const std::string& text, const std::string& path) : t_(text), target_(path) {
-    value("");
-  }
+  KeyLine(const std::string& text, const std::string& path) : t_(text), target_(path) { value(""); }
   int line() const { return found_; }
 
  private:
@@ -135,12 +133,11 @@ WorkloadSpec preset_workload(const std::string& name) {
 WorkloadSpec parse_workload_spec(const std::string& text, const std::string& path) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(
-        text, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-          if (depth > kMaxJsonDepth)
-            throw Error(fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth));
-          return true;
-        });
+    j = nlohmann::json::parse(text, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+      if (depth > kMaxJsonDepth)
+        throw Error(fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth));
+      return true;
+    });
   } catch (const Error& e) {
     user_error("{}: {}", path, e.what());
   } catch (const nlohmann::json::parse_error& e) {
@@ -178,8 +175,8 @@ WorkloadSpec parse_workload_spec(const std::string& text, const std::string& pat
   w.name = j["name"].get<std::string>();
   if (!j.contains("operators") || !j["operators"].is_array() || j["operators"].empty())
     fail("operators", "expected a non-empty array of operators");
-  static const std::set<std::string> op_keys = {"name",   "op",     "N",     "K",        "M",
-                                                "batch",  "layout", "epilogue", "instances"};
+  static const std::set<std::string> op_keys = {"name",  "op",     "N",        "K",    "M",
+                                                "batch", "layout", "epilogue", "mask", "instances"};
   std::set<std::string> names;
   for (size_t i = 0; i < j["operators"].size(); ++i) {
     const nlohmann::json& o = j["operators"][i];
@@ -187,13 +184,15 @@ WorkloadSpec parse_workload_spec(const std::string& text, const std::string& pat
     if (!o.is_object()) fail(at, "expected an object");
     for (auto& [k, v] : o.items())
       if (!op_keys.count(k))
-        fail(at + "." + k, "unknown field; expected name, op, N, K, M, batch, layout, epilogue, "
-                           "instances");
+        fail(at + "." + k,
+             "unknown field; expected name, op, N, K, M, batch, layout, epilogue, "
+             "mask, instances");
     WorkloadOperator wo;
     if (!o.contains("name") || !o["name"].is_string()) fail(at + ".name", "expected a string");
     wo.name = o["name"].get<std::string>();
     if (wo.name.empty() || wo.name.size() > 64 ||
-        wo.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
+        wo.name.find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
             std::string::npos)
       fail(at + ".name", "expected 1-64 letters, digits, '-' or '_' (it names a file)");
     if (!names.insert(wo.name).second) fail(at + ".name", "'" + wo.name + "' is used twice");
@@ -214,11 +213,23 @@ WorkloadSpec parse_workload_spec(const std::string& text, const std::string& pat
       return o[key].get<std::string>();
     };
     wo.op.op = text_field("op", "");
-    if (wo.op.op != "dense" && wo.op.op != "batch_matmul")
+    if (wo.op.op != "dense" && wo.op.op != "batch_matmul" && wo.op.op != "attention" &&
+        !ops::is_row_operator(wo.op.op))
       fail(o.contains("op") ? at + ".op" : at,
-           fmt::format("expected \"op\": \"dense\" or \"batch_matmul\", got '{}'", wo.op.op));
-    wo.op.n = integer("N", true, 0);
-    wo.op.k = integer("K", true, 0);
+           fmt::format("expected \"op\": dense, batch_matmul, attention or a row operator (add, "
+                       "gelu, gelu_tanh, softmax, layer_norm, add_layer_norm), got '{}'",
+                       wo.op.op));
+    // N and K: integers, or "M" (batch_matmul: the shape variable, as T in Q K^T).
+    auto dim = [&](const char* key, bool& is_m) -> int64_t {
+      is_m = o.contains(key) && o[key].is_string() && o[key].get<std::string>() == "M";
+      return is_m ? 1 : integer(key, true, 0);
+    };
+    wo.op.n = dim("N", wo.op.n_is_m);
+    wo.op.k = o.contains("K") || !ops::is_row_operator(wo.op.op) ? dim("K", wo.op.k_is_m) : 64;
+    if (o.contains("mask")) {
+      if (!o["mask"].is_boolean()) fail(at + ".mask", "expected true or false");
+      wo.op.mask = o["mask"].get<bool>();
+    }
     wo.op.batch = integer("batch", false, 1);
     wo.op.layout = text_field("layout", "NT");
     wo.op.epilogue = text_field("epilogue", "none");

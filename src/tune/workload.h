@@ -7,10 +7,17 @@
 //     "operators": [
 //       {"name": "qkv", "op": "dense", "N": 2304, "K": 768, "M": [1, 128],
 //        "epilogue": "none", "instances": [[1, 4.0], [128, 1.0]]},
-//       {"name": "scores", "op": "batch_matmul", "batch": 12, "N": 64, "K": 64,
-//        "M": [1, 128], "layout": "NT"}
+//       {"name": "scores", "op": "batch_matmul", "batch": 12, "N": "M", "K": 64,
+//        "M": [1, 128], "layout": "NT"},
+//       {"name": "attention", "op": "attention", "N": 12, "K": 64, "M": [1, 128]},
+//       {"name": "ln", "op": "add_layer_norm", "N": 768, "M": [1, 128]}
 //     ]
 //   }
+//
+// "op": dense, batch_matmul, attention (N heads of size K, optional "batch" sequences and
+// "mask") or a row operator (add, gelu, gelu_tanh, softmax, layer_norm, add_layer_norm:
+// rows of N). "N": "M" (or "K": "M") puts the shape variable on that side of a
+// batch_matmul too (attention's Q K^T and S V).
 //
 // "instances" (optional) are [M, weight] pairs: the shapes the workload sees and how
 // often; without them every M in range counts once. Errors name the file, the line and

@@ -1,6 +1,8 @@
 // The tuner end to end on a small operator: a module that computes every shape
 // (declared, between, and far outside the range) correctly; resuming from records;
 // the per-shape baseline.
+#include "tune/tuner.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,9 +11,9 @@
 
 #include "reference/reference.h"
 #include "runtime/module.h"
+#include "support/error.h"
 #include "test_support.h"
 #include "tune_support.h"
-#include "tune/tuner.h"
 
 namespace dietcode::tune {
 namespace {
@@ -20,14 +22,11 @@ namespace fs = std::filesystem;
 
 class TunerTest : public testing::ScratchDirTest {
  protected:
-
   TuneOptions options(int64_t trials) const {
     TuneOptions o = testing::small_tune_options(dir_, trials);
     o.op.epilogue = "bias_relu";
     return o;
   }
-
-
 };
 
 TEST_F(TunerTest, JointModuleIsCorrectForEveryShape) {
@@ -58,6 +57,40 @@ TEST_F(TunerTest, JointModuleIsCorrectForEveryShape) {
             std::string::npos);
 }
 
+// Attention's products: T on both sides (Q K^T: N = M; S V: K = M), declared as data,
+// tuned, and correct through the module file past the range; the spec round-trips.
+TEST_F(TunerTest, BatchMatmulWithTheShapeVariableOnBothSides) {
+  for (bool n_is_m : {true, false}) {
+    TuneOptions o = testing::small_tune_options(dir_ / (n_is_m ? "qk" : "sv"), 16);
+    fs::create_directories(dir_ / (n_is_m ? "qk" : "sv"));
+    o.op.op = "batch_matmul";
+    o.op.batch = 3;
+    o.op.layout = n_is_m ? "NT" : "NN";
+    o.op.n_is_m = n_is_m;
+    o.op.k_is_m = !n_is_m;
+    o.op.n = n_is_m ? 1 : 20;
+    o.op.k = n_is_m ? 20 : 1;
+    o.finalists.shapes = 4;
+    ops::OperatorSpec back = ops::operator_spec_from_json(ops::to_json(o.op));
+    EXPECT_EQ(back, o.op);
+    EXPECT_EQ(ops::to_json(o.op)[n_is_m ? "N" : "K"], "M");
+    TuneReport r = tune(o);
+    std::string path = (dir_ / "m.json").string();
+    runtime::save_module_spec(r.module, path);
+    runtime::Module m = runtime::Module::compile(runtime::load_module_spec(path));
+    std::mt19937_64 rng(5);
+    for (int64_t M : {1, 2, 7, 16, 24, 25, 61})
+      EXPECT_LT(testing::module_error(m, M, rng), 1e-5) << "M=" << M << " N=M " << n_is_m;
+  }
+  ops::OperatorSpec both;
+  both.op = "batch_matmul";
+  both.n_is_m = both.k_is_m = true;
+  EXPECT_THROW(both.build(), Error);
+  ops::OperatorSpec dense;
+  dense.n_is_m = true;
+  EXPECT_THROW(dense.build(), Error);
+}
+
 TEST_F(TunerTest, ResumesFromRecords) {
   TuneReport first = tune(options(16));
   EXPECT_EQ(first.trials_this_run, 16);
@@ -67,8 +100,8 @@ TEST_F(TunerTest, ResumesFromRecords) {
   TuneReport third = tune(options(40));  // nothing left to do; still a module
   EXPECT_EQ(third.trials_this_run, 0);
   EXPECT_FALSE(third.module.kernels.empty());
-  RecordFile f = RecordFile::open({options(0).records_path,
-                                   workload_json(options(0).op, 1), this_machine()});
+  RecordFile f =
+      RecordFile::open({options(0).records_path, workload_json(options(0).op, 1), this_machine()});
   // 40 trials, and the finalists' side-by-side measurements (not trials) beside them.
   int64_t trials = 0, finals = 0;
   for (const TuningRecord& r : f.records()) (is_joint_trial(r.origin) ? trials : finals) += 1;
@@ -93,7 +126,8 @@ TEST_F(TunerTest, PerShapeBaselineTunesEachShapeAlone) {
   }
   runtime::Module m = runtime::Module::compile(r.module);
   std::mt19937_64 rng(3);
-  for (int64_t M : {1, 5, 6, 24, 77}) EXPECT_LT(testing::module_error(m, M, rng), 1e-5) << "M=" << M;
+  for (int64_t M : {1, 5, 6, 24, 77})
+    EXPECT_LT(testing::module_error(m, M, rng), 1e-5) << "M=" << M;
 }
 
 TEST_F(TunerTest, BadOptionsAreClearErrors) {

@@ -1,9 +1,10 @@
 // Workload presets and spec files: valid specs load; every mistake is reported with the
 // file, the line and the field.
+#include "tune/workload.h"
+
 #include <gtest/gtest.h>
 
 #include "test_support.h"
-#include "tune/workload.h"
 
 namespace dietcode::tune {
 namespace {
@@ -32,6 +33,31 @@ TEST(WorkloadSpec, LoadsAValidSpec) {
   for (const auto& o : w.operators) EXPECT_NO_THROW(o.op.build());
 }
 
+TEST(WorkloadSpec, AttentionRowOperatorsAndTOnBothSides) {
+  WorkloadSpec w = parse_workload_spec(R"({
+  "name": "layer",
+  "operators": [
+    {"name": "scores", "op": "batch_matmul", "batch": 12, "N": "M", "K": 64, "M": [1, 128]},
+    {"name": "context", "op": "batch_matmul", "batch": 12, "N": 64, "K": "M", "M": [1, 128],
+     "layout": "NN"},
+    {"name": "attention", "op": "attention", "N": 12, "K": 64, "M": [1, 128], "mask": true},
+    {"name": "ln", "op": "add_layer_norm", "N": 768, "M": [1, 128]}
+  ]
+})",
+                                       "w.json");
+  ASSERT_EQ(w.operators.size(), 4u);
+  EXPECT_TRUE(w.operators[0].op.n_is_m);
+  EXPECT_FALSE(w.operators[0].op.k_is_m);
+  EXPECT_TRUE(w.operators[1].op.k_is_m);
+  EXPECT_TRUE(w.operators[2].op.mask);
+  EXPECT_EQ(w.operators[3].op.n, 768);
+  for (const auto& o : w.operators) EXPECT_NO_THROW(o.op.build());
+  EXPECT_USER_ERROR(parse_workload_spec(R"({"name": "x", "operators": [
+    {"name": "a", "op": "dense", "N": "M", "K": 64, "M": [1, 8]}]})",
+                                        "w.json"),
+                    "only batch_matmul takes N or K = M");
+}
+
 TEST(WorkloadSpec, Presets) {
   WorkloadSpec w = preset_workload("bert-base-dense");
   ASSERT_EQ(w.operators.size(), 4u);
@@ -54,22 +80,21 @@ TEST(WorkloadSpec, SyntaxErrorsNameLineAndColumn) {
                                         "w.json"),
                     "w.json:4:");
   EXPECT_USER_ERROR(parse_workload_spec("", "e.json"), "e.json:1:1: JSON syntax error");
-  EXPECT_USER_ERROR(parse_workload_spec(std::string(kGood).substr(0, 100), "t.json"),
-                    "t.json:");
+  EXPECT_USER_ERROR(parse_workload_spec(std::string(kGood).substr(0, 100), "t.json"), "t.json:");
 }
 
 TEST(WorkloadSpec, SemanticErrorsNameLineAndField) {
   EXPECT_USER_ERROR(parse_workload_spec(with("\"N\": 3072", "\"N\": -3"), "w.json"),
                     "w.json:6: operators[1].N: expected a positive integer");
-  EXPECT_USER_ERROR(parse_workload_spec(with("\"op\": \"batch_matmul\"", "\"op\": \"conv\""),
-                                        "w.json"),
-                    "w.json:8: operators[2].op: expected \"op\": \"dense\" or \"batch_matmul\"");
+  EXPECT_USER_ERROR(
+      parse_workload_spec(with("\"op\": \"batch_matmul\"", "\"op\": \"conv\""), "w.json"),
+      "w.json:8: operators[2].op: expected \"op\": dense, batch_matmul, attention or a row "
+      "operator");
   EXPECT_USER_ERROR(parse_workload_spec(with("[64, 1.5]", "[200, 1.5]"), "w.json"),
                     "w.json:5: operators[0].instances[1]: M = 200 is outside the range [1, 128]");
-  EXPECT_USER_ERROR(parse_workload_spec(with("\"epilogue\": \"bias_gelu\"",
-                                             "\"epilogue\": \"swish\""),
-                                        "w.json"),
-                    "operators[1]: unknown epilogue 'swish'");
+  EXPECT_USER_ERROR(
+      parse_workload_spec(with("\"epilogue\": \"bias_gelu\"", "\"epilogue\": \"swish\""), "w.json"),
+      "operators[1]: unknown epilogue 'swish'");
   EXPECT_USER_ERROR(parse_workload_spec(with("\"name\": \"ffn1\"", "\"name\": \"qkv\""), "w.json"),
                     "w.json:6: operators[1].name: 'qkv' is used twice");
   EXPECT_USER_ERROR(parse_workload_spec(with("\"layout\": \"NT\"", "\"layuot\": \"NT\""), "w.json"),

@@ -19,8 +19,10 @@ void OperatorOptions::add_to(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--epilogue", epilogue, "dense epilogue: none, bias, bias_relu, bias_gelu")
       ->capture_default_str();
-  app.add_option("--N", n, "N (fixed)")->capture_default_str();
-  app.add_option("--K", k, "K (fixed)")->capture_default_str();
+  app.add_option("--N", n, "N: fixed, or M (batch_matmul: the shape variable, as T in Q K^T)")
+      ->capture_default_str();
+  app.add_option("--K", k, "K: fixed, or M (batch_matmul: the shape variable, as T in S V)")
+      ->capture_default_str();
   app.add_option("--batch", batch, "batch_matmul batch (fixed)")->capture_default_str();
   app.add_option("--M", m, "M values: a list '1,17,127', a range '1..128', or both")
       ->capture_default_str();
@@ -32,15 +34,28 @@ std::vector<int64_t> OperatorOptions::m_values() const {
   return parse_int_list(m, "--M");
 }
 
+namespace {
+
+// "M" (the shape variable) or a positive integer.
+int64_t parse_dim(const std::string& text, const char* name, bool& is_m) {
+  is_m = text == "M";
+  if (is_m) return 1;
+  std::vector<int64_t> v = parse_int_list(text, name);
+  if (v.size() != 1 || v[0] < 1) user_error("{} {}: expected a positive integer, or M", name, text);
+  return v[0];
+}
+
+}  // namespace
+
 ops::OperatorSpec OperatorOptions::spec() const {
-  if (n < 1) user_error("--N {}: expected a positive integer", n);
-  if (k < 1) user_error("--K {}: expected a positive integer", k);
+  ops::OperatorSpec s;
+  s.n = parse_dim(n, "--N", s.n_is_m);
+  s.k = parse_dim(k, "--K", s.k_is_m);
+  if ((s.n_is_m || s.k_is_m) && op != "batch_matmul")
+    user_error("--N/--K M: only batch_matmul takes the shape variable as N or K");
   if (batch < 1) user_error("--batch {}: expected a positive integer", batch);
   std::vector<int64_t> declared = range.empty() ? m_values() : parse_int_list(range, "--range");
-  ops::OperatorSpec s;
   s.op = op;
-  s.n = n;
-  s.k = k;
   s.batch = batch;
   s.layout = layout;
   s.epilogue = epilogue;
