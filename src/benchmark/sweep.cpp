@@ -161,25 +161,8 @@ std::vector<schedule::AttentionSchedule> attention_sweep_grid(schedule::Isa isa,
   using schedule::AttentionParallel;
   std::vector<AttentionParallel> parallel{AttentionParallel::None};
   if (threads > 1) parallel = {AttentionParallel::Heads, AttentionParallel::HeadsAndQueryTiles};
-  std::vector<schedule::AttentionSchedule> grid;
-  for (AttentionParallel par : parallel)
-    for (int64_t tile : {1, 8, 16, 24, 32})
-      for (int64_t block : {8, 32, 64, 128})
-        for (int64_t unroll : {1, 2, 4, 8}) {
-          schedule::AttentionSchedule s;
-          s.isa = isa;
-          s.query_tile = tile;
-          s.key_block = block;
-          s.unroll = unroll;
-          s.parallel = par;
-          try {
-            schedule::validate(s);
-          } catch (const Error&) {
-            continue;  // more accumulators than the ISA has registers
-          }
-          grid.push_back(s);
-        }
-  return grid;
+  return schedule::attention_schedule_grid(isa, parallel, {1, 8, 16, 24, 32}, {8, 32, 64, 128},
+                                           {1, 2, 4, 8});
 }
 
 }  // namespace dietcode::bench

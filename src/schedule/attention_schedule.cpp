@@ -134,4 +134,29 @@ BoundAttentionSchedule bind(const AttentionSchedule& s, const te::Operator& op) 
   return BoundAttentionSchedule(s, op, ops::match_attention(op));
 }
 
+std::vector<AttentionSchedule> attention_schedule_grid(
+    Isa isa, const std::vector<AttentionParallel>& parallel,
+    const std::vector<int64_t>& query_tiles, const std::vector<int64_t>& key_blocks,
+    const std::vector<int64_t>& unrolls) {
+  std::vector<AttentionSchedule> grid;
+  for (AttentionParallel p : parallel)
+    for (int64_t tile : query_tiles)
+      for (int64_t block : key_blocks)
+        for (int64_t unroll : unrolls) {
+          AttentionSchedule s;
+          s.isa = isa;
+          s.query_tile = tile;
+          s.key_block = block;
+          s.unroll = unroll;
+          s.parallel = p;
+          try {
+            validate(s);
+          } catch (const Error&) {
+            continue;  // more accumulators than the ISA has registers
+          }
+          grid.push_back(s);
+        }
+  return grid;
+}
+
 }  // namespace dietcode::schedule

@@ -27,6 +27,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ops/attention.h"
 #include "schedule/micro_kernel.h"
@@ -81,6 +82,14 @@ class BoundAttentionSchedule {
 
 // validate(s), then match the operator as attention. Throws dietcode::Error.
 BoundAttentionSchedule bind(const AttentionSchedule& s, const te::Operator& op);
+
+// Every valid schedule of a grid (parallel axes, then query tiles, key blocks, unrolls;
+// those whose accumulators do not fit the registers of `isa` left out): the bench's
+// attention grid and the tuner's attention space.
+std::vector<AttentionSchedule> attention_schedule_grid(
+    Isa isa, const std::vector<AttentionParallel>& parallel,
+    const std::vector<int64_t>& query_tiles, const std::vector<int64_t>& key_blocks,
+    const std::vector<int64_t>& unrolls);
 
 // A uniformly random valid attention schedule for `isa` (for `dietcode verify` and tests).
 template <typename Rng>

@@ -20,7 +20,8 @@ Extents ShapeExtents::at(const ops::Contraction& c, const te::Operator& op,
   return e;
 }
 
-ShapeExtents::ShapeExtents(const te::Operator& op, const std::vector<std::vector<int64_t>>& shapes) {
+ShapeExtents::ShapeExtents(const te::Operator& op,
+                           const std::vector<std::vector<int64_t>>& shapes) {
   ops::Contraction c = ops::match_contraction(op);
   for (const auto& s : shapes) extents_.push_back(at(c, op, s));
 }
@@ -33,10 +34,14 @@ double pad_ratio(const schedule::MicroKernelSchedule& s, const Extents& e) {
 
 int64_t parallel_tasks(const schedule::MicroKernelSchedule& s, const Extents& e) {
   switch (s.parallel) {
-    case schedule::ParallelAxis::M: return ceil_div(e.m, s.mc);
-    case schedule::ParallelAxis::N: return ceil_div(e.n, s.nc);
-    case schedule::ParallelAxis::Batch: return e.batch;
-    case schedule::ParallelAxis::None: return 1;
+    case schedule::ParallelAxis::M:
+      return ceil_div(e.m, s.mc);
+    case schedule::ParallelAxis::N:
+      return ceil_div(e.n, s.nc);
+    case schedule::ParallelAxis::Batch:
+      return e.batch;
+    case schedule::ParallelAxis::None:
+      return 1;
   }
   return 1;
 }

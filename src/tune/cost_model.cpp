@@ -25,20 +25,59 @@ void xgb_check(int rc, const char* what) {
 }  // namespace
 
 const std::vector<std::string>& feature_names() {
-  static const std::vector<std::string> names = {
-      "mr", "nr", "vectors", "accumulators", "register_fraction", "kc", "mc", "nc", "log2_kc",
-      "log2_mc", "log2_nc", "unroll_k", "pack_a_direct", "pack_b_prepacked", "order_nkm",
-      "order_nmk", "order_knm", "order_kmn", "order_mnk", "order_mkn", "parallel_none",
-      "parallel_batch", "parallel_m", "parallel_n", "inner_m", "loads_per_kstep",
-      "flops_per_kstep", "kernel_intensity", "l1_footprint", "l2_b_block", "l2_a_block",
-      "l3_blocks", "m", "n", "k", "batch", "tiles_m", "tiles_n", "tasks", "tasks_per_thread",
-      "k_blocks", "c_traffic_per_flop", "a_pack_per_flop", "b_pack_per_flop", "flops_log2",
-      "mc_tiles", "nc_tiles", "k_remainder"};
+  static const std::vector<std::string> names = {"mr",
+                                                 "nr",
+                                                 "vectors",
+                                                 "accumulators",
+                                                 "register_fraction",
+                                                 "kc",
+                                                 "mc",
+                                                 "nc",
+                                                 "log2_kc",
+                                                 "log2_mc",
+                                                 "log2_nc",
+                                                 "unroll_k",
+                                                 "pack_a_direct",
+                                                 "pack_b_prepacked",
+                                                 "order_nkm",
+                                                 "order_nmk",
+                                                 "order_knm",
+                                                 "order_kmn",
+                                                 "order_mnk",
+                                                 "order_mkn",
+                                                 "parallel_none",
+                                                 "parallel_batch",
+                                                 "parallel_m",
+                                                 "parallel_n",
+                                                 "inner_m",
+                                                 "loads_per_kstep",
+                                                 "flops_per_kstep",
+                                                 "kernel_intensity",
+                                                 "l1_footprint",
+                                                 "l2_b_block",
+                                                 "l2_a_block",
+                                                 "l3_blocks",
+                                                 "m",
+                                                 "n",
+                                                 "k",
+                                                 "batch",
+                                                 "tiles_m",
+                                                 "tiles_n",
+                                                 "tasks",
+                                                 "tasks_per_thread",
+                                                 "k_blocks",
+                                                 "c_traffic_per_flop",
+                                                 "a_pack_per_flop",
+                                                 "b_pack_per_flop",
+                                                 "flops_log2",
+                                                 "mc_tiles",
+                                                 "nc_tiles",
+                                                 "k_remainder"};
   return names;
 }
 
-std::vector<float> micro_kernel_features(const schedule::MicroKernelSchedule& s,
-                                         const Extents& e, int threads) {
+std::vector<float> micro_kernel_features(const schedule::MicroKernelSchedule& s, const Extents& e,
+                                         int threads) {
   const schedule::VectorIsa& isa = schedule::vector_isa(s.isa);
   double vectors = double(s.nr / isa.width);
   double acc = double(s.mr) * vectors;
@@ -81,8 +120,12 @@ std::vector<float> micro_kernel_features(const schedule::MicroKernelSchedule& s,
       float(s.unroll_k),
       s.pack_a == schedule::PackA::Direct ? 1.f : 0.f,
       s.pack_b == schedule::PackB::Prepacked ? 1.f : 0.f,
-      float(order[0]), float(order[1]), float(order[2]),
-      float(order[3]), float(order[4]), float(order[5]),
+      float(order[0]),
+      float(order[1]),
+      float(order[2]),
+      float(order[3]),
+      float(order[4]),
+      float(order[5]),
       s.parallel == ParallelAxis::None ? 1.f : 0.f,
       s.parallel == ParallelAxis::Batch ? 1.f : 0.f,
       s.parallel == ParallelAxis::M ? 1.f : 0.f,
@@ -170,10 +213,14 @@ void ThroughputModel::train(const std::vector<std::vector<float>>& features,
             "XGDMatrixSetFloatInfo");
   BoosterHandle b = nullptr;
   xgb_check(XGBoosterCreate(&train.h, 1, &b), "XGBoosterCreate");
-  const std::pair<const char*, const char*> params[] = {
-      {"objective", "reg:squarederror"}, {"max_depth", "5"}, {"eta", "0.05"},
-      {"min_child_weight", "1"},         {"subsample", "1.0"}, {"nthread", "1"},
-      {"verbosity", "0"},                {"seed", "7"}};
+  const std::pair<const char*, const char*> params[] = {{"objective", "reg:squarederror"},
+                                                        {"max_depth", "5"},
+                                                        {"eta", "0.05"},
+                                                        {"min_child_weight", "1"},
+                                                        {"subsample", "1.0"},
+                                                        {"nthread", "1"},
+                                                        {"verbosity", "0"},
+                                                        {"seed", "7"}};
   for (auto [k, v] : params) xgb_check(XGBoosterSetParam(b, k, v), "XGBoosterSetParam");
   // Small steps, many trees: on our records (hundreds of kernels) this ranks held-out
   // kernels best among the settings tried (depth 3-8, eta 0.05-0.2).
@@ -182,7 +229,8 @@ void ThroughputModel::train(const std::vector<std::vector<float>>& features,
   booster_ = b;
 }
 
-std::vector<double> ThroughputModel::predict(const std::vector<std::vector<float>>& features) const {
+std::vector<double> ThroughputModel::predict(
+    const std::vector<std::vector<float>>& features) const {
   if (!booster_ || features.empty()) return std::vector<double>(features.size(), constant_);
   DMatrix m(features);
   bst_ulong len = 0;
@@ -216,7 +264,8 @@ size_t best_fit_shape(const schedule::MicroKernelSchedule& s, const ShapeExtents
   for (size_t i = 0; i < shapes.size(); ++i) {
     double score = occ.occ(s, shapes[i]) * pad_ratio(s, shapes[i]);
     double flops = shapes[i].flops();
-    if (score > best_score + 1e-12 || (std::abs(score - best_score) <= 1e-12 && flops > best_flops)) {
+    if (score > best_score + 1e-12 ||
+        (std::abs(score - best_score) <= 1e-12 && flops > best_flops)) {
       best = i;
       best_score = score;
       best_flops = flops;
@@ -286,8 +335,8 @@ std::vector<std::vector<double>> CostModel::predict_at_shapes(
   std::vector<std::vector<double>> out(kernels.size(), std::vector<double>(shapes.size()));
   for (size_t k = 0; k < kernels.size(); ++k)
     for (size_t s = 0; s < shapes.size(); ++s)
-      out[k][s] = f[k * shapes.size() + s] * occ_.occ(kernels[k], ext[s]) *
-                  pad_ratio(kernels[k], ext[s]);
+      out[k][s] =
+          f[k * shapes.size() + s] * occ_.occ(kernels[k], ext[s]) * pad_ratio(kernels[k], ext[s]);
   return out;
 }
 
@@ -301,7 +350,8 @@ std::vector<double> CostModel::predict_records(
   }
   std::vector<double> out = f_.predict(x);
   for (size_t i = 0; i < records.size(); ++i)
-    out[i] *= occ_.occ(micro_kernel(*records[i]), ext[i]) * pad_ratio(micro_kernel(*records[i]), ext[i]);
+    out[i] *=
+        occ_.occ(micro_kernel(*records[i]), ext[i]) * pad_ratio(micro_kernel(*records[i]), ext[i]);
   return out;
 }
 

@@ -25,8 +25,8 @@ namespace dietcode::tune {
 // Names of the features, in order (for reports and tests).
 const std::vector<std::string>& feature_names();
 // The feature vector of a micro-kernel, evaluated at the extents `at` (its S*).
-std::vector<float> micro_kernel_features(const schedule::MicroKernelSchedule& s,
-                                         const Extents& at, int threads);
+std::vector<float> micro_kernel_features(const schedule::MicroKernelSchedule& s, const Extents& at,
+                                         int threads);
 
 // f_MK. Labels are intrinsic throughputs (GFLOP/s); trained on log-throughput so that
 // relative errors count alike for fast and slow kernels.

@@ -39,18 +39,18 @@ struct FinalistWindow {
 };
 
 // `score[shape][kernel]`: the candidates' measured-or-predicted GFLOP/s on `declared`.
-std::vector<FinalistWindow> plan_finalists(
-    const std::vector<std::vector<int64_t>>& declared,
-    const std::vector<schedule::AnySchedule>& candidates,
-    const std::vector<std::vector<double>>& score, const FinalistParams& params);
+std::vector<FinalistWindow> plan_finalists(const std::vector<std::vector<int64_t>>& declared,
+                                           const std::vector<schedule::AnySchedule>& candidates,
+                                           const std::vector<std::vector<double>>& score,
+                                           const FinalistParams& params);
 
 // Every kernel of the window has a final record on its shape already.
 bool window_done(const FinalistWindow& w, const std::vector<TuningRecord>& records);
 
 struct FinalScores {
   std::vector<schedule::AnySchedule> kernels;  // the finalists (union of windows)
-  std::vector<std::vector<double>> score;              // [declared shape][finalist]
-  int measured = 0;                                    // final records used
+  std::vector<std::vector<double>> score;      // [declared shape][finalist]
+  int measured = 0;                            // final records used
 };
 // `predicted(kernels)` gives [kernel][declared shape] GFLOP/s from the cost model.
 // The latest final record of each (kernel, shape) counts; a wrong one scores 0.

@@ -40,8 +40,11 @@ MachineInfo this_machine() {
 }
 
 nlohmann::json to_json(const MachineInfo& m) {
-  return {{"cpu_model", m.cpu_model}, {"llvm_cpu", m.llvm_cpu}, {"isa", to_string(m.isa)},
-          {"features", m.features},   {"cores", m.cores}};
+  return {{"cpu_model", m.cpu_model},
+          {"llvm_cpu", m.llvm_cpu},
+          {"isa", to_string(m.isa)},
+          {"features", m.features},
+          {"cores", m.cores}};
 }
 
 MachineInfo machine_from_json(const nlohmann::json& j) {

@@ -10,11 +10,11 @@
 namespace dietcode::tune {
 
 struct MachineInfo {
-  std::string cpu_model;  // /proc/cpuinfo "model name"
-  std::string llvm_cpu;   // LLVM's name for the host CPU, e.g. "znver4"
+  std::string cpu_model;                    // /proc/cpuinfo "model name"
+  std::string llvm_cpu;                     // LLVM's name for the host CPU, e.g. "znver4"
   schedule::Isa isa = schedule::Isa::Avx2;  // widest vector ISA used
-  std::string features;   // LLVM feature string of the host
-  int cores = 1;          // logical CPUs this process may use
+  std::string features;                     // LLVM feature string of the host
+  int cores = 1;                            // logical CPUs this process may use
 
   // Same CPU model, LLVM CPU, ISA and core count: records are interchangeable.
   bool same_as(const MachineInfo& o) const;

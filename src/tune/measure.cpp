@@ -12,8 +12,8 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
-#include <unordered_map>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "support/error.h"
 
@@ -165,7 +165,8 @@ struct Measurer::Impl {
   int64_t next_side_id = int64_t(1) << 40;  // apart from measure()'s batch indices
 
   WorkerProcess& worker(int w) {
-    if (!workers[w]) workers[w] = std::make_unique<WorkerProcess>(o.worker_path, init, o.allow_faults);
+    if (!workers[w])
+      workers[w] = std::make_unique<WorkerProcess>(o.worker_path, init, o.allow_faults);
     return *workers[w];
   }
   std::string restart(int w, double grace = 0) {
@@ -197,8 +198,8 @@ struct Measurer::Impl {
       }
       case WorkerProcess::Read::Timeout: {
         restart(w);
-        return {{"error", fmt::format("timed out after {:.0f} s while {}; worker killed", timeout,
-                                      phase)}};
+        return {{"error",
+                 fmt::format("timed out after {:.0f} s while {}; worker killed", timeout, phase)}};
       }
       case WorkerProcess::Read::Eof:
       default: {
@@ -215,9 +216,10 @@ Measurer::Measurer(const ops::OperatorSpec& op, const MeasureOptions& options)
   impl_->o = options;
   if (impl_->o.workers < 1) impl_->o.workers = 1;
   if (!std::filesystem::exists(options.worker_path))
-    user_error("measurement worker {} not found (set DIETCODE_WORKER or install dietcode-worker "
-               "beside dietcode)",
-               options.worker_path);
+    user_error(
+        "measurement worker {} not found (set DIETCODE_WORKER or install dietcode-worker "
+        "beside dietcode)",
+        options.worker_path);
   // A worker that dies makes writes to its pipe raise SIGPIPE; the read that follows
   // reports the death instead.
   ::signal(SIGPIPE, SIG_IGN);
@@ -247,9 +249,8 @@ std::vector<MeasureResult> Measurer::measure(
     if (on_result) on_result(i, results[i]);
   };
   auto compile_request = [&](size_t i) {
-    return nlohmann::json{{"cmd", "compile"},
-                          {"id", i},
-                          {"schedule", schedule::to_json(batch[i].schedule)}};
+    return nlohmann::json{
+        {"cmd", "compile"}, {"id", i}, {"schedule", schedule::to_json(batch[i].schedule)}};
   };
   std::vector<int> compiled_in(batch.size(), -1);  // worker generation holding the kernel
   auto read_compile = [&](int w, size_t i) {
@@ -327,9 +328,9 @@ std::vector<MeasureResult> Measurer::measure_side_by_side(
     auto it = m.side_by_side.find(kernels[i]);
     if (it == m.side_by_side.end() || it->second.second != m.generation[0] || !m.workers[0]) {
       int64_t id = m.next_side_id++;
-      nlohmann::json r = m.call(
-          0, {{"cmd", "compile"}, {"id", id}, {"schedule", schedule::to_json(kernels[i])}},
-          m.o.compile_timeout, "compiling");
+      nlohmann::json r =
+          m.call(0, {{"cmd", "compile"}, {"id", id}, {"schedule", schedule::to_json(kernels[i])}},
+                 m.o.compile_timeout, "compiling");
       if (r.contains("error")) {
         results[i].error = r["error"].get<std::string>();
         continue;
@@ -343,8 +344,8 @@ std::vector<MeasureResult> Measurer::measure_side_by_side(
   if (ready.empty()) return results;
   nlohmann::json request = {{"cmd", "measure_set"}, {"id", 0}, {"kernels", ids}, {"shape", shape}};
   if (!fault.empty()) request["fault"] = fault;
-  nlohmann::json r = m.call(0, request, m.o.measure_timeout * double(ready.size()),
-                            "measuring side by side");
+  nlohmann::json r =
+      m.call(0, request, m.o.measure_timeout * double(ready.size()), "measuring side by side");
   if (r.contains("error") || !r.contains("results") || r["results"].size() != ready.size()) {
     std::string why =
         r.contains("error") ? r["error"].get<std::string>() : "worker sent no result per kernel";

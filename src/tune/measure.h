@@ -40,8 +40,8 @@ struct MeasureRequest {
 };
 
 struct MeasureResult {
-  double seconds = 0;  // time of one call, by MeasureOptions::estimator
-  double gflops = 0;  // in the operator's unit (ops/work.h): GB/s for a row operator
+  double seconds = 0;   // time of one call, by MeasureOptions::estimator
+  double gflops = 0;    // in the operator's unit (ops/work.h): GB/s for a row operator
   TimingSpread timing;  // the bursts behind `seconds`
   double max_rel_err = 0;
   double compile_seconds = 0;
@@ -54,13 +54,13 @@ struct MeasureResult {
 enum class Estimator : uint8_t { Min, Median };
 
 struct MeasureOptions {
-  std::string worker_path;       // the dietcode-worker executable
-  int workers = 2;               // processes compiling in parallel
-  int threads = 1;               // threads of each timed kernel
-  double compile_timeout = 60;   // seconds per kernel
-  double measure_timeout = 30;   // seconds per measurement (check + timing)
+  std::string worker_path;           // the dietcode-worker executable
+  int workers = 2;                   // processes compiling in parallel
+  int threads = 1;                   // threads of each timed kernel
+  double compile_timeout = 60;       // seconds per kernel
+  double measure_timeout = 30;       // seconds per measurement (check + timing)
   double seconds_per_repeat = 0.01;  // timed time per repeat burst
-  int repeats = 7;               // bursts per attempt
+  int repeats = 7;                   // bursts per attempt
   Estimator estimator = Estimator::Min;
   // An attempt whose bursts' inter-quartile range exceeds this fraction of their median
   // was disturbed (a neighbour took the core for part of it): it is timed again, up to
@@ -68,8 +68,8 @@ struct MeasureOptions {
   // disturbed the result is marked so (TimingSpread::disturbed) and not learned from.
   double disturbed_spread = 0.25;
   int max_attempts = 3;
-  double tolerance = 1e-4;       // relative error allowed against the reference
-  bool allow_faults = false;     // tests: honour MeasureRequest::fault
+  double tolerance = 1e-4;    // relative error allowed against the reference
+  bool allow_faults = false;  // tests: honour MeasureRequest::fault
 };
 
 // Where dietcode-worker is: $DIETCODE_WORKER, else beside this executable.
@@ -89,9 +89,9 @@ class Measurer {
   // estimator over its rounds. Kernels stay compiled in the worker between calls (keyed
   // by schedule), so finalists met again on another shape are not compiled twice.
   // A window whose rounds were disturbed is timed again, as in measure().
-  std::vector<MeasureResult> measure_side_by_side(
-      const std::vector<schedule::AnySchedule>& kernels, const std::vector<int64_t>& shape,
-      const std::string& fault = "");
+  std::vector<MeasureResult> measure_side_by_side(const std::vector<schedule::AnySchedule>& kernels,
+                                                  const std::vector<int64_t>& shape,
+                                                  const std::string& fault = "");
 
  private:
   struct Impl;

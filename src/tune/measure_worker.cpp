@@ -184,13 +184,13 @@ double flops_of(const te::Operator& op, const std::vector<int64_t>& shape) {
   return ops::work_of(op, shape).amount;
 }
 
-nlohmann::json result_json(const BurstStats& b, const TimingPlan& plan, int attempts,
-                           double flops, double rel) {
+nlohmann::json result_json(const BurstStats& b, const TimingPlan& plan, int attempts, double flops,
+                           double rel) {
   double seconds = plan.use_min ? b.min : b.median;
-  return {{"seconds", seconds},          {"gflops", flops / seconds * 1e-9},
-          {"max_rel_err", rel},          {"min_seconds", b.min},
-          {"median_seconds", b.median},  {"spread", b.spread},
-          {"attempts", attempts},        {"disturbed", b.spread > plan.disturbed_spread}};
+  return {{"seconds", seconds},         {"gflops", flops / seconds * 1e-9},
+          {"max_rel_err", rel},         {"min_seconds", b.min},
+          {"median_seconds", b.median}, {"spread", b.spread},
+          {"attempts", attempts},       {"disturbed", b.spread > plan.disturbed_spread}};
 }
 
 bool slow_attempt(const std::string& fault, int attempt) {

@@ -76,8 +76,7 @@ ParsedFile parse_file(const std::string& path, const std::string& text) {
     std::string line = text.substr(pos, end - pos);
     ParsedJson parsed = parse_json(line);
     if (parsed.value.is_discarded())
-      user_error("{}: byte offset {} (line {}): {} (corrupt records file)", path, pos,
-                 line_number,
+      user_error("{}: byte offset {} (line {}): {} (corrupt records file)", path, pos, line_number,
                  parsed.too_deep ? fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth)
                                  : "not valid JSON");
     nlohmann::json& j = parsed.value;
@@ -89,8 +88,7 @@ ParsedFile parse_file(const std::string& path, const std::string& text) {
       if (!j.contains("version") || !j["version"].is_number_integer() ||
           j["version"].get<int64_t>() != kRecordsFormatVersion)
         user_error("{}: records format version {} is not supported (this tool reads version {})",
-                   path, j.contains("version") ? j["version"].dump() : "?",
-                   kRecordsFormatVersion);
+                   path, j.contains("version") ? j["version"].dump() : "?", kRecordsFormatVersion);
       out.header = j;
       kind = kind_of_workload(j);
     } else {
@@ -101,9 +99,10 @@ ParsedFile parse_file(const std::string& path, const std::string& text) {
       }
       schedule::Kind theirs = schedule::kind_of(out.records.back().schedule);
       if (kind && theirs != *kind)
-        user_error("{}: byte offset {} (line {}): a {} schedule in records of an operator that "
-                   "takes {} schedules",
-                   path, pos, line_number, to_string(theirs), to_string(*kind));
+        user_error(
+            "{}: byte offset {} (line {}): a {} schedule in records of an operator that "
+            "takes {} schedules",
+            path, pos, line_number, to_string(theirs), to_string(*kind));
     }
     pos = end + 1;
     out.good_bytes = static_cast<int64_t>(pos);
@@ -124,11 +123,16 @@ std::string read_file(const std::string& path) {
 
 std::string_view to_string(Origin o) {
   switch (o) {
-    case Origin::Joint: return "joint";
-    case Origin::Probe: return "probe";
-    case Origin::Calibration: return "calibration";
-    case Origin::PerShape: return "per-shape";
-    case Origin::Final: return "final";
+    case Origin::Joint:
+      return "joint";
+    case Origin::Probe:
+      return "probe";
+    case Origin::Calibration:
+      return "calibration";
+    case Origin::PerShape:
+      return "per-shape";
+    case Origin::Final:
+      return "final";
   }
   return "?";
 }
@@ -137,8 +141,8 @@ Origin parse_origin(std::string_view text) {
   for (Origin o :
        {Origin::Joint, Origin::Probe, Origin::Calibration, Origin::PerShape, Origin::Final})
     if (text == to_string(o)) return o;
-  user_error(
-      "record: unknown origin '{}'; expected joint, probe, calibration, per-shape or final", text);
+  user_error("record: unknown origin '{}'; expected joint, probe, calibration, per-shape or final",
+             text);
 }
 
 nlohmann::json to_json(const TuningRecord& r) {
@@ -240,7 +244,8 @@ RecordFile RecordFile::open(const Options& o) {
                            {"machine", to_json(o.machine)}};
   if (::stat(o.path.c_str(), &st) != 0) {
     f.fd_ = ::open(o.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0644);
-    if (f.fd_ < 0) user_error("{}: cannot create the records file: {}", o.path, std::strerror(errno));
+    if (f.fd_ < 0)
+      user_error("{}: cannot create the records file: {}", o.path, std::strerror(errno));
     write_all(f.fd_, header.dump() + "\n", o.path);
     return f;
   }
@@ -259,7 +264,8 @@ RecordFile RecordFile::open(const Options& o) {
   f.records_ = std::move(parsed.records);
   f.warnings_ = std::move(parsed.warnings);
   f.fd_ = ::open(o.path.c_str(), O_WRONLY | O_APPEND);
-  if (f.fd_ < 0) user_error("{}: cannot append to the records file: {}", o.path, std::strerror(errno));
+  if (f.fd_ < 0)
+    user_error("{}: cannot append to the records file: {}", o.path, std::strerror(errno));
   if (parsed.good_bytes < st.st_size) {
     // Cut the torn record off so the next append starts on a fresh line.
     if (::ftruncate(f.fd_, parsed.good_bytes) != 0 || ::fsync(f.fd_) != 0)
@@ -272,12 +278,12 @@ void RecordFile::append(const TuningRecord& r) {
   TuningRecord stamped = r;
   // JSON has no NaN or infinity: a non-finite number (a wrong kernel's error) is kept as
   // -1 beside the error text that explains it.
-  for (double* v : {&stamped.seconds, &stamped.gflops, &stamped.max_rel_err,
-                    &stamped.compile_seconds})
+  for (double* v :
+       {&stamped.seconds, &stamped.gflops, &stamped.max_rel_err, &stamped.compile_seconds})
     if (!std::isfinite(*v)) *v = -1;
   if (stamped.timing)
-    for (double* v : {&stamped.timing->min_seconds, &stamped.timing->median_seconds,
-                      &stamped.timing->spread})
+    for (double* v :
+         {&stamped.timing->min_seconds, &stamped.timing->median_seconds, &stamped.timing->spread})
       if (!std::isfinite(*v)) *v = -1;
   if (stamped.unix_time == 0)
     stamped.unix_time = std::chrono::duration_cast<std::chrono::seconds>(

@@ -41,7 +41,9 @@ std::string_view to_string(Origin o);
 Origin parse_origin(std::string_view text);  // throws dietcode::Error
 // Joint-run trials: what counts against `--trials` of a joint run.
 // (Final re-measurements are not trials: they cost tuning time, not budget.)
-inline bool is_joint_trial(Origin o) { return o != Origin::PerShape && o != Origin::Final; }
+inline bool is_joint_trial(Origin o) {
+  return o != Origin::PerShape && o != Origin::Final;
+}
 
 // How a measurement's timing bursts spread (tune/measure.h): what says whether the
 // machine disturbed it. Absent in records written before the fields existed.
@@ -58,7 +60,7 @@ struct TuningRecord {
   std::vector<int64_t> shape;
   Origin origin = Origin::Joint;
   double seconds = 0;  // median time of one call; 0 when error is set
-  double gflops = 0;  // work / seconds in the operator's unit (ops/work.h): GB/s for row operators
+  double gflops = 0;   // work / seconds in the operator's unit (ops/work.h): GB/s for row operators
   double max_rel_err = 0;
   double compile_seconds = 0;
   std::string error;  // empty: measured and correct

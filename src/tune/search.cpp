@@ -32,9 +32,9 @@ std::vector<double> fitness(const SearchContext& ctx,
 
 size_t roulette(const std::vector<double>& cumulative, std::mt19937_64& rng) {
   double x = std::uniform_real_distribution<double>(0, cumulative.back())(rng);
-  return std::min<size_t>(std::upper_bound(cumulative.begin(), cumulative.end(), x) -
-                              cumulative.begin(),
-                          cumulative.size() - 1);
+  return std::min<size_t>(
+      std::upper_bound(cumulative.begin(), cumulative.end(), x) - cumulative.begin(),
+      cumulative.size() - 1);
 }
 
 void dedupe(std::vector<schedule::MicroKernelSchedule>& pop) {
@@ -49,8 +49,8 @@ void dedupe(std::vector<schedule::MicroKernelSchedule>& pop) {
 
 std::vector<schedule::MicroKernelSchedule> propose_batch(
     const SearchContext& ctx, const SearchParams& params,
-    const std::vector<schedule::MicroKernelSchedule>& seeds, const ScheduleSet& measured,
-    int count, std::mt19937_64& rng) {
+    const std::vector<schedule::MicroKernelSchedule>& seeds, const ScheduleSet& measured, int count,
+    std::mt19937_64& rng) {
   const SearchSpace& space = *ctx.space;
   const ShapeExtents& shapes = space.extents();
   // Initial population: the measured winners, the rule seeds, then fresh samples.

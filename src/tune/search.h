@@ -59,7 +59,7 @@ struct SearchContext {
 // `seeds`: measured schedules, best first, to start the population from.
 std::vector<schedule::MicroKernelSchedule> propose_batch(
     const SearchContext& ctx, const SearchParams& params,
-    const std::vector<schedule::MicroKernelSchedule>& seeds, const ScheduleSet& measured,
-    int count, std::mt19937_64& rng);
+    const std::vector<schedule::MicroKernelSchedule>& seeds, const ScheduleSet& measured, int count,
+    std::mt19937_64& rng);
 
 }  // namespace dietcode::tune

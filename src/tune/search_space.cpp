@@ -354,11 +354,21 @@ std::optional<MicroKernelSchedule> SearchSpace::mutate(std::mt19937_64& rng,
       MicroKernelSchedule knobs = s;
       sample_knobs(rng, knobs);
       switch (std::uniform_int_distribution<int>(0, 4)(rng)) {
-        case 0: s.loop_order = knobs.loop_order; break;
-        case 1: s.parallel = knobs.parallel; break;
-        case 2: s.inner_tile_loop = knobs.inner_tile_loop; break;
-        case 3: s.unroll_k = knobs.unroll_k; break;
-        default: s.pack_a = knobs.pack_a; break;
+        case 0:
+          s.loop_order = knobs.loop_order;
+          break;
+        case 1:
+          s.parallel = knobs.parallel;
+          break;
+        case 2:
+          s.inner_tile_loop = knobs.inner_tile_loop;
+          break;
+        case 3:
+          s.unroll_k = knobs.unroll_k;
+          break;
+        default:
+          s.pack_a = knobs.pack_a;
+          break;
       }
     }
     if (!(s == from) && valid(s)) return s;

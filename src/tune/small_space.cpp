@@ -49,30 +49,14 @@ std::vector<AnySchedule> row_space(schedule::Isa isa, int threads, bool reductio
 }
 
 std::vector<AnySchedule> attention_space(schedule::Isa isa, int threads) {
-  std::vector<AnySchedule> out;
   // One thread: no task loop at all (a pool of one still costs a round trip per call).
   std::vector<schedule::AttentionParallel> parallel{schedule::AttentionParallel::None};
   if (threads > 1)
     parallel = {schedule::AttentionParallel::Heads,
                 schedule::AttentionParallel::HeadsAndQueryTiles};
-  for (int64_t tile : {1, 2, 4, 8, 12, 16, 24, 32})
-    for (int64_t block : {8, 16, 32, 64, 128})
-      for (int64_t unroll : {1, 2, 4, 6, 8})
-        for (auto p : parallel) {
-          AttentionSchedule s;
-          s.isa = isa;
-          s.query_tile = tile;
-          s.key_block = block;
-          s.unroll = unroll;
-          s.parallel = p;
-          try {
-            schedule::validate(s);
-          } catch (const Error&) {
-            continue;  // the accumulators do not fit the registers
-          }
-          out.push_back(s);
-        }
-  return out;
+  std::vector<AttentionSchedule> grid = schedule::attention_schedule_grid(
+      isa, parallel, {1, 2, 4, 8, 12, 16, 24, 32}, {8, 16, 32, 64, 128}, {1, 2, 4, 6, 8});
+  return {grid.begin(), grid.end()};
 }
 
 }  // namespace
@@ -239,20 +223,10 @@ TuneReport tune_small_space(const TuneOptions& o, RecordFile& records, Measurer&
   const int64_t budget = std::min<int64_t>(o.trials, int64_t(space.kernels().size()));
   std::string unit(ops::work_of(o.op.build(), shapes.back()).unit);
   Progress progress(o.label, budget, o.quiet, unit);
+  resume_joint_progress(progress, records, o);
   AnySet tried;
-  {
-    int64_t trials = 0, errors = 0;
-    for (const TuningRecord& r : records.records())
-      if (is_joint_trial(r.origin)) {
-        ++trials;
-        if (!r.ok()) ++errors;
-        tried.insert(r.schedule);
-      }
-    progress.resume(trials, errors);
-  }
-  if (progress.done() > 0 && !o.quiet)
-    fmt::print(stderr, "{}resuming: {} trials already in {}\n",
-               o.label.empty() ? "" : o.label + ": ", progress.done(), records.path());
+  for (const TuningRecord& r : records.records())
+    if (is_joint_trial(r.origin)) tried.insert(r.schedule);
   // Ties in fitness (every kernel alike before anything is measured) go in a random
   // order of the run's seed.
   std::vector<AnySchedule> order = space.kernels();
@@ -296,14 +270,9 @@ TuneReport tune_small_space(const TuneOptions& o, RecordFile& records, Measurer&
     progress.round_done(fmt::format("round {:2}", round), std::exp(log_best / double(best.size())),
                         best_measured);
   }
-  report.trials_total = progress.done();
-  report.trials_this_run = progress.done() - progress.done_at_start();
-  report.errors_total = progress.errors();
-  // Selection, as in every joint run; planned without the finals so a resumed run
-  // plans the same windows.
-  std::vector<TuningRecord> trials_only;
-  for (const TuningRecord& r : records.records())
-    if (r.origin != Origin::Final) trials_only.push_back(r);
+  count_trials(progress, report);
+  // Selection, as in every joint run.
+  std::vector<TuningRecord> trials_only = without_finals(records.records());
   model.fit(clean_records(trials_only));
   std::vector<const TuningRecord*> own = ok_records(trials_only);
   if (own.empty()) user_error("{}: no trial produced a correct kernel", o.op.describe());

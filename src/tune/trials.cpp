@@ -42,6 +42,32 @@ std::vector<std::vector<int64_t>> outside_shapes(const ops::OperatorSpec& op) {
   return out;
 }
 
+void resume_joint_progress(Progress& progress, const RecordFile& records, const TuneOptions& o) {
+  int64_t trials = 0, errors = 0;
+  for (const TuningRecord& r : records.records())
+    if (is_joint_trial(r.origin)) {
+      ++trials;
+      if (!r.ok()) ++errors;
+    }
+  progress.resume(trials, errors);
+  if (progress.done() > 0 && !o.quiet)
+    fmt::print(stderr, "{}resuming: {} trials already in {}\n",
+               o.label.empty() ? "" : o.label + ": ", progress.done(), records.path());
+}
+
+void count_trials(const Progress& progress, TuneReport& report) {
+  report.trials_total = progress.done();
+  report.trials_this_run = progress.done() - progress.done_at_start();
+  report.errors_total = progress.errors();
+}
+
+std::vector<TuningRecord> without_finals(const std::vector<TuningRecord>& records) {
+  std::vector<TuningRecord> out;
+  for (const TuningRecord& r : records)
+    if (r.origin != Origin::Final) out.push_back(r);
+  return out;
+}
+
 TuningRecord to_record(const schedule::AnySchedule& s, const std::vector<int64_t>& shape,
                        Origin origin, const MeasureResult& r) {
   TuningRecord rec;

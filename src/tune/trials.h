@@ -38,6 +38,15 @@ std::vector<const TuningRecord*> clean_records(const std::vector<TuningRecord>& 
 // undeclared shape goes to the kernel the cost model prefers there.
 std::vector<std::vector<int64_t>> outside_shapes(const ops::OperatorSpec& op);
 
+// A joint run's progress resumed from its records (the joint trials and their errors),
+// with a line saying so when there were any.
+void resume_joint_progress(Progress& progress, const RecordFile& records, const TuneOptions& o);
+// The run's trial counts into its report.
+void count_trials(const Progress& progress, TuneReport& report);
+// The records without the finals: what selection plans from, so that a resumed run plans
+// the same windows and skips those already measured.
+std::vector<TuningRecord> without_finals(const std::vector<TuningRecord>& records);
+
 // One measurement to make, and why.
 struct Trial {
   MeasureRequest request;

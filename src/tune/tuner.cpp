@@ -147,18 +147,7 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
   SearchSpace space(op, codegen::host_target().isa, o.threads, shapes, SpaceKind::ShapeGeneric);
   CostModel model(op, o.threads);
   Progress progress(o.label, o.trials, o.quiet);
-  {
-    int64_t trials = 0, errors = 0;
-    for (const TuningRecord& r : records.records())
-      if (is_joint_trial(r.origin)) {
-        ++trials;
-        if (!r.ok()) ++errors;
-      }
-    progress.resume(trials, errors);
-  }
-  if (progress.done() > 0 && !o.quiet)
-    fmt::print(stderr, "{}resuming: {} trials already in {}\n",
-               o.label.empty() ? "" : o.label + ": ", progress.done(), records.path());
+  resume_joint_progress(progress, records, o);
   // A resumed run draws different candidates than the first one did.
   std::mt19937_64 rng(o.seed * 1000003 + uint64_t(records.records().size()));
   SearchContext ctx;
@@ -220,15 +209,10 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
     for (auto& [shape, g] : best_at) best_meas.push_back(g);
     progress.round_done(fmt::format("round {:3d}", round), geomean(best_pred), geomean(best_meas));
   }
-  report.trials_total = progress.done();
-  report.trials_this_run = progress.done() - progress.done_at_start();
-  report.errors_total = progress.errors();
+  count_trials(progress, report);
   // Selection over every kernel measured correct somewhere, from the finalists' paired
-  // numbers. The plan is made without the finals themselves, so that a resumed run
-  // plans the same windows and skips those already measured.
-  std::vector<TuningRecord> trials_only;
-  for (const TuningRecord& r : records.records())
-    if (r.origin != Origin::Final) trials_only.push_back(r);
+  // numbers, planned without the finals themselves.
+  std::vector<TuningRecord> trials_only = without_finals(records.records());
   model.fit(clean_records(trials_only, warm));
   std::vector<const TuningRecord*> own = ok_records(trials_only);
   std::vector<MicroKernelSchedule> candidates;
@@ -309,9 +293,7 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
     if (!best) user_error("M={}: no trial produced a correct kernel", m);
     if (winner_set.insert(micro_kernel(*best)).second) winners.push_back(micro_kernel(*best));
   }
-  report.trials_total = progress.done();
-  report.trials_this_run = progress.done() - progress.done_at_start();
-  report.errors_total = progress.errors();
+  count_trials(progress, report);
   // A module from the per-shape winners: each tuned shape keeps its own winner; the other
   // shapes go to the winner a cost model over all per-shape records predicts best.
   CostModel model(op, o.threads);

@@ -27,16 +27,16 @@ namespace dietcode::tune {
 struct TuneOptions {
   ops::OperatorSpec op;
   bool per_shape = false;
-  int64_t trials = 1000;            // joint: in total
-  int64_t trials_per_shape = 1000;  // per-shape: for each shape
-  std::vector<int64_t> per_shape_m; // per-shape: the M values tuned (default: all declared)
+  int64_t trials = 1000;             // joint: in total
+  int64_t trials_per_shape = 1000;   // per-shape: for each shape
+  std::vector<int64_t> per_shape_m;  // per-shape: the M values tuned (default: all declared)
   int threads = 1;
   std::string records_path;     // required; resumed when it exists
   std::string warm_start_path;  // records of another run/machine: cost-model data only
   int max_kernels = 8;          // most micro-kernels a module selects
   SearchParams search;
-  FinalistParams finalists;     // joint: the side-by-side re-measurement before selection
-  MeasureOptions measure;       // threads and worker path are filled in by tune()
+  FinalistParams finalists;  // joint: the side-by-side re-measurement before selection
+  MeasureOptions measure;    // threads and worker path are filled in by tune()
   uint64_t seed = 1;
   bool quiet = false;
   std::string label;  // prefixes progress lines (the operator's name in a workload)

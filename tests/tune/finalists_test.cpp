@@ -82,20 +82,23 @@ TEST(Finalists, SamplesSmallShapesDenselyAndLargeOnesEvenly) {
   EXPECT_EQ(w.size(), 5u);
 }
 
+// A side-by-side measurement of kernel `k` on shape {m} at `gflops`.
+TuningRecord final_record(const schedule::AnySchedule& k, int64_t m, double gflops) {
+  TuningRecord r;
+  r.schedule = k;
+  r.shape = {m};
+  r.origin = Origin::Final;
+  r.seconds = 1;
+  r.gflops = gflops;
+  return r;
+}
+
 TEST(Finalists, ScoresArePairedNumbersAndScaledPredictionsBetween) {
   std::vector<std::vector<int64_t>> shapes = range(1, 5);
   std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2)};
   std::vector<std::vector<double>> predicted = {{10, 10, 10, 10, 10}, {20, 20, 20, 20, 20}};
   std::vector<TuningRecord> records;
-  auto final = [&](size_t k, int64_t m, double g) {
-    TuningRecord r;
-    r.schedule = ks[k];
-    r.shape = {m};
-    r.origin = Origin::Final;
-    r.seconds = 1;
-    r.gflops = g;
-    records.push_back(r);
-  };
+  auto final = [&](size_t k, int64_t m, double g) { records.push_back(final_record(ks[k], m, g)); };
   final(0, 1, 20);  // twice its prediction at M=1
   final(0, 5, 40);  // four times at M=5
   final(1, 1, 30);  // an older window, replaced by the next line
@@ -121,15 +124,7 @@ TEST(Finalists, AKernelNotInAShapesWindowDoesNotOutbidItsPairedNumbers) {
   std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2)};
   std::vector<std::vector<double>> predicted = {{10, 10, 10, 10}, {100, 100, 100, 100}};
   std::vector<TuningRecord> records;
-  auto final = [&](size_t k, int64_t m, double g) {
-    TuningRecord r;
-    r.schedule = ks[k];
-    r.shape = {m};
-    r.origin = Origin::Final;
-    r.seconds = 1;
-    r.gflops = g;
-    records.push_back(r);
-  };
+  auto final = [&](size_t k, int64_t m, double g) { records.push_back(final_record(ks[k], m, g)); };
   final(0, 1, 10);
   final(1, 1, 100);
   final(0, 4, 30);
