@@ -340,8 +340,8 @@ std::string kernels_section(const OperatorResult& op, const std::vector<ShapeRow
     } else {
       row.push_back(schedule::describe(kernels[k]));
     }
-    row.insert(row.end(), {std::to_string(shares[k].shapes), percent(shares[k].weight),
-                           shares[k].m_values});
+    row.insert(row.end(),
+               {std::to_string(shares[k].shapes), percent(shares[k].weight), shares[k].m_values});
     table.push_back(std::move(row));
   }
   if (micro_kernels) {
@@ -466,14 +466,20 @@ std::string operator_section(const OperatorResult& op, const OperatorBench& b, c
   out += fmt::format(
       "<p><code>{}</code>; {} thread{}, ISA {}; {} tuning records ({} failed; origins: {}); "
       "{} micro-kernels selected.</p>\n",
-      escape_html(m.op.describe()), op.threads, op.threads > 1 ? "s" : "", escape_html(std::string(to_string(m.isa))),
-      op.records.size(), failed, escape_html(fmt::format("{}", fmt::join(origins, ", "))),
-      m.kernels.size());
+      escape_html(m.op.describe()), op.threads, op.threads > 1 ? "s" : "",
+      escape_html(std::string(to_string(m.isa))), op.records.size(), failed,
+      escape_html(fmt::format("{}", fmt::join(origins, ", "))), m.kernels.size());
   out += tuning_curve_section(op, dir, slug);
   out += gflops_section(op, shape_rows, b, dir, slug);
   out += kernels_section(op, shape_rows, dir, slug);
   out += shape_details(shape_rows, b);
-  out += cost_model_section(op, dir, slug);
+  if (schedule::kind_of_operator(op.module.op) == schedule::Kind::Contraction)
+    out += cost_model_section(op, dir, slug);
+  else
+    out +=
+        "<p>The held-out evaluation of the cost model covers contractions (their learned "
+        "f_MK over thousands of candidates); this operator's schedules are listed and "
+        "measured (src/tune/small_space.h).</p>\n";
   out += "<h3>Provenance</h3>\n" + json_table(m.provenance);
   out += "<details><summary>Machine the module was tuned on</summary>\n" + json_table(m.machine) +
          "</details>\n</section>\n";

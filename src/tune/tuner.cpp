@@ -363,6 +363,11 @@ TuneReport tune(const TuneOptions& o) {
 
 ModelEvaluation evaluate_cost_model(const ops::OperatorSpec& spec, int threads,
                                     const std::vector<TuningRecord>& records) {
+  if (schedule::kind_of_operator(spec) != schedule::Kind::Contraction)
+    user_error(
+        "operator {}: the cost model evaluation covers dense and batch_matmul (a {} operator's "
+        "schedules are listed and measured, not ranked by the learned model alone)",
+        spec.op, spec.op);
   te::Operator op = spec.build();
   std::vector<const TuningRecord*> ok = clean_records(records);
   // Split by schedule (its digest): a kernel is never on both sides.
