@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 
+#include "ops/work.h"
 #include "report/gnuplot.h"
 #include "report/held_out_model.h"
 #include "report/html.h"
@@ -153,10 +154,16 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 // --- sections ------------------------------------------------------------------------
 
+// The unit of the operator's rates: GFLOP/s, or GB/s for a row operator (ops/work.h).
+std::string rate_unit(const OperatorResult& op) {
+  return std::string(ops::work_of(op.module.op.build(), {op.module.op.m_max}).unit);
+}
+
 std::string tuning_curve_section(const OperatorResult& op, const fs::path& dir,
                                  const std::string& slug) {
   std::vector<std::vector<int64_t>> shapes = op.module.op.declared_shapes();
   std::vector<CurvePoint> curve = tuning_curve(op.records, shapes);
+  const std::string unit = rate_unit(op);
   std::string out = "<h3>Tuning curve</h3>\n";
   if (curve.empty())
     return out +
@@ -165,7 +172,7 @@ std::string tuning_curve_section(const OperatorResult& op, const fs::path& dir,
   Plot p;
   p.title = op.name + ": best measured geomean vs trials";
   p.xlabel = "trials (tuning records, in the order they were measured)";
-  p.ylabel = "geomean of best GFLOP/s over measured shapes";
+  p.ylabel = "geomean of best " + unit + " over measured shapes";
   p.y2label = "declared shapes measured";
   p.settings = {"set key below nobox height 1.5", "set yrange [0:*]",
                 fmt::format("set y2range [0:{}]", shapes.size() * 11 / 10 + 1)};
@@ -179,7 +186,7 @@ std::string tuning_curve_section(const OperatorResult& op, const fs::path& dir,
     rows += fmt::format("{} {:.6g} {}\n", c.trials, c.geomean_gflops, c.shapes_measured);
   }
   p.series.push_back(
-      data_series("best geomean GFLOP/s", "1:2", "steps lw 2 lc rgb '#1f5fbf'", rows));
+      data_series("best geomean " + unit, "1:2", "steps lw 2 lc rgb '#1f5fbf'", rows));
   p.series.push_back(data_series("declared shapes measured (right axis)", "1:3",
                                  "steps dt 3 lc rgb '#888888'", rows, "x1y2"));
   std::string image = draw_plot(p, dir, slug + "-tuning");
@@ -196,23 +203,25 @@ std::string tuning_curve_section(const OperatorResult& op, const fs::path& dir,
   std::string caption = fmt::format(
       "After trial <i>n</i> (one tuning record, in file order; the {} failed measurements "
       "count as trials too): the geometric mean, over the declared shapes, of the best "
-      "correct GFLOP/s measured <em>at that shape</em> among the first <i>n</i> records, any "
+      "correct {} measured <em>at that shape</em> among the first <i>n</i> records, any "
       "micro-kernel. A shape enters the mean at its first correct measurement, so early "
-      "points average fewer shapes (dotted, right axis). At the end: {} GFLOP/s over {} of "
+      "points average fewer shapes (dotted, right axis). At the end: {} {} over {} of "
       "{} declared shapes after {} trials.{} These are the tuner's own measurements (its "
       "worker processes), not the module's speed through its dispatcher: see the next plot.",
-      failed, num(last.geomean_gflops), last.shapes_measured, shapes.size(), last.trials, missing);
+      failed, unit, num(last.geomean_gflops), unit, last.shapes_measured, shapes.size(),
+      last.trials, missing);
   return out + html_figure(image, "tuning curve of " + op.name, caption);
 }
 
 std::string gflops_section(const OperatorResult& op, const std::vector<ShapeRow>& shape_rows,
                            const OperatorBench& b, const fs::path& dir, const std::string& slug) {
-  std::string out = "<h3>GFLOP/s vs M</h3>\n";
+  const std::string unit = rate_unit(op);
+  std::string out = "<h3>" + unit + " vs M</h3>\n";
   Plot p;
-  p.title = op.name + ": GFLOP/s vs M, " + std::to_string(op.threads) + " thread" +
+  p.title = op.name + ": " + unit + " vs M, " + std::to_string(op.threads) + " thread" +
             (op.threads > 1 ? "s" : "");
   p.xlabel = "M (sequence length)";
-  p.ylabel = "GFLOP/s";
+  p.ylabel = unit;
   p.width = 980;
   p.height = 460;
   p.settings = {"set key below nobox height 1.5", "set yrange [0:*]", "set autoscale xfixmax"};
@@ -265,9 +274,13 @@ std::string gflops_section(const OperatorResult& op, const std::vector<ShapeRow>
       "Points: tuning records at declared shapes (the tuner's timing, not the benchmark's): "
       "grey, the best of any kernel; orange, the kernel the module dispatches M to, where the "
       "tuner measured it at M (the gap between the two is what dispatching to few kernels "
-      "costs there). GFLOP/s counts 2&middot;M&middot;N&middot;K (&times; batch) operations "
-      "per call.";
-  out += html_figure(draw_plot(p, dir, slug + "-gflops"), "GFLOP/s vs M for " + op.name, caption);
+      "costs there). ";
+  caption += unit == "GB/s" ? "GB/s counts the bytes moved once per call (every input read, the "
+                              "output written)."
+                            : "GFLOP/s counts 2&middot;M&middot;N&middot;K (&times; batch) "
+                              "operations per call (4&middot;T&sup2;&middot;D per head for "
+                              "attention).";
+  out += html_figure(draw_plot(p, dir, slug + "-gflops"), unit + " vs M for " + op.name, caption);
   if (!b.empty()) {
     std::vector<std::vector<std::string>> rows;
     for (const std::string& impl : b.impls) {
