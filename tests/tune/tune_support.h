@@ -53,7 +53,9 @@ inline double module_error(const runtime::Module& m, int64_t M, std::mt19937_64&
     pointers.push_back(in.data());
     args.push_back({in.data(), int64_t(in.size())});
   }
-  runtime::PackedWeights packed = m.prepack({M}, args[1]);
+  // Weights to pack: a contraction's second input (a row operator may have only one).
+  runtime::PackedWeights packed;
+  if (args.size() > 1) packed = m.prepack({M}, args[1]);
   std::vector<float> out(sizes.back(), std::numeric_limits<float>::quiet_NaN());
   m.run({M}, args, {out.data(), int64_t(out.size())}, &packed);
   return reference::relative_error(out.data(), reference::evaluate(op, {M}, pointers));
