@@ -201,8 +201,6 @@ class SmallModel {
     return out;
   }
 
-  bool measured(const AnySchedule& k) const { return measured_.count(k) > 0; }
-
  private:
   const SmallSpace& space_;
   OccupancyModel occ_;
