@@ -26,6 +26,8 @@ const char* to_string(CallOp op) {
       return "gelu";
     case CallOp::GeluTanh:
       return "gelu_tanh";
+    case CallOp::Tanh:
+      return "tanh";
     case CallOp::Exp:
       return "exp";
     case CallOp::Sqrt:

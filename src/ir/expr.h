@@ -92,14 +92,17 @@ struct FloatImmNode : ExprNode {
 struct VarNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::Var;
   std::string name;
-  explicit VarNode(std::string n) : ExprNode(kKind, Type::Int), name(std::move(n)) {}
+  explicit VarNode(std::string n, Type t = Type::Int) : ExprNode(kKind, t), name(std::move(n)) {}
 };
 
-// A scalar int64 variable. Two Vars are the same variable only if they share a node.
+// A scalar variable, int64 unless another type is given (float: a value an emitter
+// binds, such as a micro-kernel epilogue's product). Two Vars are the same variable only
+// if they share a node.
 class Var {
  public:
   Var() = default;
-  explicit Var(std::string name) : node_(std::make_shared<const VarNode>(std::move(name))) {}
+  explicit Var(std::string name, Type type = Type::Int)
+      : node_(std::make_shared<const VarNode>(std::move(name), type)) {}
   const std::string& name() const { return node_->name; }
   const VarNode* get() const { return node_.get(); }
   bool defined() const { return node_ != nullptr; }
@@ -162,7 +165,7 @@ struct LoadNode : ExprNode {
 // Elementwise functions. All take and give one float, except ToFloat, which converts an
 // integer (a row length, say) to float so it can divide a sum.
 //   Relu, Gelu (exact erf form), GeluTanh (tanh approximation), Exp, Sqrt, ToFloat.
-enum class CallOp : uint8_t { Relu, Gelu, GeluTanh, Exp, Sqrt, ToFloat };
+enum class CallOp : uint8_t { Relu, Gelu, GeluTanh, Tanh, Exp, Sqrt, ToFloat };
 const char* to_string(CallOp op);
 
 struct CallNode : ExprNode {

@@ -136,10 +136,12 @@ void print(const Stmt& s, int indent, std::string& out) {
       out += fmt::format("{}  {}[{}] = {}\n", pad, n->output.name(), join(n->output_index),
                          to_string(n->value));
       if (n->reuse >= 0)
-        out += fmt::format("{}  (pass {} also stores the summed elements of {} in {}; the output pass scales them by "
-                           "{})\n",
-                           pad, n->reductions[n->reuse].pass, n->reductions[n->reuse].result.name(),
-                           n->output.name(), to_string(n->scale));
+        out += fmt::format(
+            "{}  (pass {} also stores the summed elements of {} in {}; the output pass scales them "
+            "by "
+            "{})\n",
+            pad, n->reductions[n->reuse].pass, n->reductions[n->reuse].result.name(),
+            n->output.name(), to_string(n->scale));
       break;
     }
     case StmtKind::AttentionKernel: {
@@ -167,12 +169,12 @@ void print(const Stmt& s, int indent, std::string& out) {
       out += fmt::format("{}  C: {}[{} + r*{} + c], first k-block: {}, last k-block: {}\n", pad,
                          n->c.name(), to_string(n->c_offset), to_string(n->c_row_stride),
                          to_string(n->first_k_block), to_string(n->last_k_block));
-      if (n->bias.defined() || n->activation != Activation::None)
-        out += fmt::format("{}  epilogue: {}{}\n", pad,
-                           n->bias.defined() ? fmt::format("+ {}[{} + c], ", n->bias.name(),
-                                                           to_string(n->bias_offset))
-                                             : "",
-                           to_string(n->activation));
+      if (n->epilogue.defined()) {
+        out += fmt::format("{}  epilogue: {} = {}\n", pad, n->c.name(), to_string(n->epilogue));
+        for (const EpilogueOperand& o : n->epilogue_inputs)
+          out += fmt::format("{}    {} = {}[{} + r*{}{}]\n", pad, o.value.name(), o.buffer.name(),
+                             to_string(o.offset), to_string(o.row_stride), o.along_n ? " + c" : "");
+      }
       break;
     }
   }

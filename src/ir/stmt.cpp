@@ -4,18 +4,6 @@
 
 namespace dietcode::ir {
 
-const char* to_string(Activation a) {
-  switch (a) {
-    case Activation::None:
-      return "none";
-    case Activation::Relu:
-      return "relu";
-    case Activation::Gelu:
-      return "gelu";
-  }
-  return "?";
-}
-
 Stmt make_for(Var var, Expr min, Expr extent, ForKind kind, Stmt body) {
   DC_INTERNAL_CHECK(min.type() == Type::Int && extent.type() == Type::Int, "loop bounds of {}",
                     var.name());
@@ -182,7 +170,10 @@ Stmt map_stmt(const Stmt& s, const std::function<Stmt(const Stmt&)>& f,
       n.n_valid = g(n.n_valid);
       n.first_k_block = g(n.first_k_block);
       n.last_k_block = g(n.last_k_block);
-      if (n.bias.defined()) n.bias_offset = g(n.bias_offset);
+      for (EpilogueOperand& o : n.epilogue_inputs) {
+        o.offset = g(o.offset);
+        o.row_stride = g(o.row_stride);
+      }
       return make_micro_kernel(std::move(n));
     }
     case StmtKind::RowKernel: {

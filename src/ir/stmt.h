@@ -148,12 +148,20 @@ struct TileOperand {
   Expr offset, row_stride, k_stride;
 };
 
-enum class Activation : uint8_t { None, Relu, Gelu };
-const char* to_string(Activation a);
+// An input of a micro-kernel's epilogue: element (i, j) of the tile reads
+// buffer[offset + i*row_stride + (along_n ? j : 0)] (a bias along n, a residual [m, n],
+// a per-row scale); `value` names that element in the epilogue expression.
+struct EpilogueOperand {
+  Buffer buffer;
+  Expr offset, row_stride;
+  bool along_n = false;
+  Var value;
+};
 
 // C[i, j] (+)= sum_k A[i, k] * B[j, k] over an MR x NR tile, i < m_valid, j < n_valid.
 // On the first k-block the tile starts from zero, otherwise from C; on the last
-// k-block the epilogue (bias along j, then the activation) is applied. B's rows
+// k-block the epilogue, an elementwise float expression of `product` (the sum) and of
+// the epilogue operands' values, replaces each element before the store. B's rows
 // are contiguous along j (row_stride 1) so that NR/width vector loads feed each k-step.
 // b_in_place: B is the operator's own tensor, not a zero-padded panel, so columns at or
 // past n_valid may lie outside it: the loads of an edge tile are masked.
@@ -167,9 +175,9 @@ struct MicroKernelNode : StmtNode {
   Expr c_offset, c_row_stride;
   Expr m_valid, n_valid;
   Expr first_k_block, last_k_block;  // booleans
-  Buffer bias;                       // undefined if none
-  Expr bias_offset;
-  Activation activation = Activation::None;
+  Var product;
+  Expr epilogue;  // undefined: C = the sum
+  std::vector<EpilogueOperand> epilogue_inputs;
   bool b_in_place = false;
   MicroKernelNode() : StmtNode(kKind) {}
 };

@@ -87,7 +87,6 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
   mk.n_valid = min(Expr(s.nr), Var(n.len) - Var(n_tile) * s.nr);
   mk.first_k_block = eq(Var(k.begin), 0);
   mk.last_k_block = eq(Var(k.begin) + Var(k.len), c.k_extent);
-  mk.activation = c.activation;
 
   // A: panels [tile][k][MR], or read in place through its affine strides.
   Buffer a_panel;
@@ -134,9 +133,16 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
         substitute(flatten_index(c.output, out_index), {{c.m.get(), row0}, {c.n.get(), col0}});
     mk.c_row_stride = form->coefficients[0];
   }
-  if (c.bias.tensor.defined()) {
-    mk.bias = c.bias.tensor;
-    mk.bias_offset = operand_offset(c.bias, {{c.n.get(), col0}});
+  // Epilogue inputs, addressed from the tile's first element (the matcher checked that
+  // each is affine in m and n with stride 1 or 0 along n).
+  mk.product = c.product;
+  mk.epilogue = c.epilogue;
+  for (const ops::Contraction::EpilogueInput& in : c.epilogue_inputs) {
+    auto form = affine_form(flatten_index(in.operand.tensor, in.operand.index), {c.m, c.n});
+    DC_INTERNAL_CHECK(form, "epilogue input {} not affine", in.operand.tensor.name());
+    mk.epilogue_inputs.push_back(EpilogueOperand{
+        in.operand.tensor, operand_offset(in.operand, {{c.m.get(), row0}, {c.n.get(), col0}}),
+        form->coefficients[0], is_const(form->coefficients[1], 1), in.value});
   }
 
   Stmt body = make_micro_kernel(std::move(mk));

@@ -1,6 +1,8 @@
 #include "ops/contraction.h"
 
+#include "ir/affine.h"
 #include "ir/printer.h"
+#include "ir/visit.h"
 #include "support/error.h"
 
 namespace dietcode::ops {
@@ -29,30 +31,59 @@ Contraction match_contraction(const te::Operator& op) {
   auto unsupported = [&](const std::string& why) {
     user_error(
         "operator {}: {} is not a contraction this compiler schedules ({}); expected "
-        "act(sum_k A(.., m, k) * B(.., n, k) [+ bias(n)])",
+        "an elementwise expression of sum_k A(.., m, k) * B(.., n, k) and of other inputs "
+        "read at the output element, its row or its column",
         op.name, ir::to_string(comp.body), why);
   };
 
-  // Peel the epilogue: activation, then bias.
-  ir::Expr e = comp.body;
+  // Peel the epilogue: the one reduction becomes `product`, each distinct read of
+  // another tensor an epilogue input; what is left must be elementwise float work.
   if (!op.stages.empty()) unsupported("it has row stages (a row operator)");
-  if (const auto* call = e.as<ir::CallNode>()) {
-    if (call->op != ir::CallOp::Relu && call->op != ir::CallOp::Gelu)
-      unsupported(std::string("the epilogue ") + ir::to_string(call->op) + " is not relu or gelu");
-    c.activation = call->op == ir::CallOp::Relu ? ir::Activation::Relu : ir::Activation::Gelu;
-    e = call->args[0];
-  }
-  if (e.kind() == ir::ExprKind::Add) {
-    const ir::BinaryNode* add = ir::as_binary(e);
-    const auto* bias = add->b.as<ir::LoadNode>();
-    if (!bias || add->a.kind() != ir::ExprKind::Reduce)
-      unsupported("the sum is not plain reduce + bias");
-    c.bias = ContractionOperand{bias->buffer, bias->indices,
-                                op.inputs[input_position(op, bias->buffer)].constant};
-    e = add->a;
-  }
+  ir::Expr e;
+  c.product = ir::Var("product", ir::Type::Float);
+  std::function<ir::Expr(const ir::Expr&)> peel = [&](const ir::Expr& x) -> ir::Expr {
+    switch (x.kind()) {
+      case ir::ExprKind::Reduce:  // the product, possibly read more than once
+        if (e.defined() && !x.same_as(e) && ir::to_string(x) != ir::to_string(e))
+          unsupported("the epilogue holds a second reduction");
+        e = x;
+        return c.product;
+      case ir::ExprKind::Load: {
+        const auto* l = x.as<ir::LoadNode>();
+        for (const Contraction::EpilogueInput& in : c.epilogue_inputs)
+          if (in.operand.tensor == l->buffer &&
+              ir::to_string(x) == ir::to_string(ir::load(l->buffer, in.operand.index)))
+            return in.value;
+        if (l->buffer == comp.output) unsupported("the epilogue reads the output");
+        std::string name = fmt::format("{}_{}", l->buffer.name(), c.epilogue_inputs.size());
+        c.epilogue_inputs.push_back(
+            {ContractionOperand{l->buffer, l->indices,
+                                op.inputs[input_position(op, l->buffer)].constant},
+             ir::Var(name, ir::Type::Float)});
+        return c.epilogue_inputs.back().value;
+      }
+      case ir::ExprKind::FloatImm:
+        return x;
+      case ir::ExprKind::Call:
+        if (x.as<ir::CallNode>()->op == ir::CallOp::ToFloat)
+          unsupported("the epilogue converts an index to float");
+        break;
+      case ir::ExprKind::Var:
+      case ir::ExprKind::IntImm:
+        unsupported("the epilogue reads " + ir::to_string(x) + ", not a tensor element");
+      default:
+        break;
+    }
+    std::vector<ir::Expr> kids = ir::children(x);
+    for (ir::Expr& k : kids) k = peel(k);
+    return ir::with_children(x, kids);
+  };
+  ir::Expr epilogue = peel(comp.body);
+  if (!e.defined()) unsupported("no reduction");
+  if (!(epilogue.kind() == ir::ExprKind::Var && epilogue.as<ir::VarNode>() == c.product.get()))
+    c.epilogue = epilogue;
   const auto* red = e.as<ir::ReduceNode>();
-  if (!red) unsupported("no reduction at the top");
+  if (!red) unsupported("no reduction");
   if (red->op != ir::ReduceOp::Sum) unsupported("the reduction is not a sum");
   c.k = red->axis;
   c.k_extent = red->extent;
@@ -92,11 +123,15 @@ Contraction match_contraction(const te::Operator& op) {
       ContractionOperand{x->buffer, x->indices, op.inputs[input_position(op, x->buffer)].constant};
   c.b_input_index = input_position(op, y->buffer);
   c.b = ContractionOperand{y->buffer, y->indices, op.inputs[c.b_input_index].constant};
-  if (c.bias.tensor.defined()) {
-    for (const ir::Expr& i : c.bias.index)
-      for (const ir::Var& ax : comp.axes)
-        if (!(ax == c.n) && ir::uses_var(i, ax.get()))
-          unsupported("the bias must depend on n only");
+  // Epilogue inputs are read at the output element: no reduction axis, and unit stride
+  // or none along n (a vector or a broadcast in the register tile).
+  for (const Contraction::EpilogueInput& in : c.epilogue_inputs) {
+    const std::string what = "the epilogue input " + in.operand.tensor.name();
+    if (index_uses(in.operand.index, c.k)) unsupported(what + " is indexed by the reduction axis");
+    auto form = ir::affine_form(ir::flatten_index(in.operand.tensor, in.operand.index), {c.m, c.n});
+    if (!form) unsupported(what + " is not read at an affine position of the output");
+    if (!ir::is_const(form->coefficients[1], 0) && !ir::is_const(form->coefficients[1], 1))
+      unsupported(what + " is not contiguous along the output's last axis");
   }
   return c;
 }

@@ -1,11 +1,14 @@
 // Recognizes the contraction inside an operator's compute definition, the form
 // every CPU micro-kernel schedule applies to:
 //
-//   out[batch..., m, n] = act( sum_k A(batch, m, k) * B(batch, n, k) + bias(n) )
+//   out[batch..., m, n] = epilogue( sum_k A(batch, m, k) * B(batch, n, k), inputs... )
 //
 // A is the operand indexed by m (the broadcast side of the register tile), B the
-// one indexed by n (the vector side). Index expressions are kept as written, so
-// any contraction (dense, batch_matmul, conv2d as implicit GEMM) lowers the same way.
+// one indexed by n (the vector side). The epilogue is any elementwise float expression
+// of the sum and of reads of other inputs at the output's element, row or column
+// (bias(n), residual(m, n), scale(m), activations); it runs on the register tile. Index expressions
+// are kept as written, so any contraction (dense, batch_matmul, conv2d as implicit GEMM) lowers the
+// same way.
 #pragma once
 
 #include "ir/stmt.h"
@@ -27,8 +30,15 @@ struct Contraction {
   ContractionOperand a, b;
   ir::Buffer output;  // indexed [batch..., m, n] in output axis order
   std::vector<ir::Var> output_axes;
-  ContractionOperand bias;  // tensor undefined if no bias
-  ir::Activation activation = ir::Activation::None;
+  // out = epilogue, an expression of `product` (the sum) and of each epilogue input's
+  // `value` (its element at the output position); undefined when out is the sum itself.
+  ir::Var product;
+  ir::Expr epilogue;
+  struct EpilogueInput {
+    ContractionOperand operand;  // indexed by output axes only, unit stride along n or none
+    ir::Var value;
+  };
+  std::vector<EpilogueInput> epilogue_inputs;
   int b_input_index = -1;  // which operator input B is (for pre-packing)
 };
 

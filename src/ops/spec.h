@@ -14,8 +14,8 @@
 // instances (the shapes a workload sees, and how often).
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

@@ -64,8 +64,35 @@ class Compiler {
     }
   }
 
+  // A condition: comparisons of floats or of indices, and their conjunction.
+  std::function<bool(Slots&)> boolean(const Expr& e) {
+    const BinaryNode* b = as_binary(e);
+    DC_INTERNAL_CHECK(b, "reference: unsupported condition");
+    if (e.kind() == ExprKind::And)
+      return [x = boolean(b->a), y = boolean(b->b)](Slots& s) { return x(s) && y(s); };
+    auto compare = [&](auto x, auto y) -> std::function<bool(Slots&)> {
+      switch (e.kind()) {
+        case ExprKind::LT:
+          return [x, y](Slots& s) { return x(s) < y(s); };
+        case ExprKind::LE:
+          return [x, y](Slots& s) { return x(s) <= y(s); };
+        case ExprKind::EQ:
+          return [x, y](Slots& s) { return x(s) == y(s); };
+        default:
+          internal_error(__FILE__, __LINE__, "reference: unsupported condition");
+      }
+    };
+    if (b->a.type() == Type::Int) return compare(integer(b->a), integer(b->b));
+    return compare(real(b->a), real(b->b));
+  }
+
   RealFn real(const Expr& e) {
     switch (e.kind()) {
+      case ExprKind::Select: {
+        const auto* sel = e.as<SelectNode>();
+        return [c = boolean(sel->condition), t = real(sel->true_value),
+                f = real(sel->false_value)](Slots& s) { return c(s) ? t(s) : f(s); };
+      }
       case ExprKind::FloatImm:
         return [v = e.as<FloatImmNode>()->value](Slots&) { return v; };
       case ExprKind::Load: {
@@ -89,6 +116,8 @@ class Compiler {
             return [x](Slots& s) { return std::exp(x(s)); };
           case CallOp::Sqrt:
             return [x](Slots& s) { return std::sqrt(x(s)); };
+          case CallOp::Tanh:
+            return [x](Slots& s) { return std::tanh(x(s)); };
           case CallOp::GeluTanh:
             return [x](Slots& s) {
               double v = x(s);

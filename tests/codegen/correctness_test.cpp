@@ -32,6 +32,31 @@ void PrintTo(const OperatorCase& c, std::ostream* os) {
   *os << c.name;
 }
 
+// A contraction with an epilogue written directly in the TE, beyond the dense chains:
+// a per-row scale s[b, m], a residual R[b, m, n] and a select, over a batched product
+// (the epilogue inputs' offsets then carry the batch axis too).
+te::Operator batched_epilogue_case() {
+  te::ShapeVar m = te::shape_var("M", 1, 128);
+  ir::Expr mv = m.var;
+  const int64_t batch = 3, n = 21, k = 18;
+  te::Input a = te::input("A", {ir::Expr(batch), mv, ir::Expr(k)});
+  te::Input b = te::input("B", {ir::Expr(batch), ir::Expr(n), ir::Expr(k)});
+  te::Input s = te::input("s", {ir::Expr(batch), mv});
+  te::Input r = te::input("R", {ir::Expr(batch), mv, ir::Expr(n)});
+  te::ComputeOp y = te::compute(
+      "Y", {ir::Expr(batch), mv, ir::Expr(n)}, {"b", "m", "n"},
+      [&](const std::vector<ir::Var>& ax) {
+        ir::Var kk("k");
+        ir::Expr p = ir::reduce_sum(
+            kk, k, ir::load(a.tensor, {ax[0], ax[1], kk}) * ir::load(b.tensor, {ax[0], ax[2], kk}));
+        ir::Expr scaled = p * ir::load(s.tensor, {ax[0], ax[1]});
+        ir::Expr res = ir::load(r.tensor, {ax[0], ax[1], ax[2]});
+        return ir::select(scaled < res, ir::call(ir::CallOp::Tanh, {scaled - res}),
+                          ir::max(scaled, res) * ir::make_float(0.5));
+      });
+  return te::Operator{"batched_epilogue", {m}, {a, b, s, r}, y, {}};
+}
+
 te::Operator batch_matmul_case(ops::Layout layout) {
   te::ShapeVar m = te::shape_var("M", 1, 128);
   return ops::batch_matmul({m}, 3, m.var, 24, 19, layout);
@@ -43,6 +68,13 @@ std::vector<OperatorCase> operator_cases() {
       {"dense_bias", [] { return ops::dense(1, 128, 70, 29, ops::Epilogue::Bias); }},
       {"dense_bias_relu", [] { return ops::dense(1, 128, 33, 40, ops::Epilogue::BiasRelu); }},
       {"dense_bias_gelu", [] { return ops::dense(1, 128, 100, 23, ops::Epilogue::BiasGelu); }},
+      {"dense_bias_residual",
+       [] { return ops::dense(1, 128, 70, 29, ops::parse_epilogue("bias+residual")); }},
+      {"dense_scale_bias_gelu_tanh",
+       [] { return ops::dense(1, 128, 41, 33, ops::parse_epilogue("scale+bias+gelu_tanh")); }},
+      {"dense_residual_tanh",
+       [] { return ops::dense(1, 128, 24, 50, ops::parse_epilogue("residual+tanh")); }},
+      {"batched_epilogue", batched_epilogue_case},
       {"batch_matmul_NN", [] { return batch_matmul_case(ops::Layout::NN); }},
       {"batch_matmul_NT", [] { return batch_matmul_case(ops::Layout::NT); }},
       {"conv1d_implicit_gemm", [] { return dietcode::testing::conv1d(1, 128, 3, 3, 20); }},
@@ -78,7 +110,8 @@ INSTANTIATE_TEST_SUITE_P(AllOperators, GeneratedCode,
                          ::testing::Combine(::testing::ValuesIn(operator_cases()),
                                             ::testing::ValuesIn(isas())),
                          [](const auto& info) {
-                           return std::get<0>(info.param).name + "_" + std::string(to_string(std::get<1>(info.param)));
+                           return std::get<0>(info.param).name + "_" +
+                                  std::string(to_string(std::get<1>(info.param)));
                          });
 
 schedule::MicroKernelSchedule parallel_schedule() {

@@ -1,5 +1,6 @@
 // The one GELU of generated code (codegen/llvm/activation.h), compiled as scalar and as
-// vector code, against the exact GELU (double-precision std::erf) over a dense range.
+// vector code, against the exact GELU (double-precision std::erf) over a dense range;
+// tanh (the epilogue step) the same way against std::tanh.
 // The bounds here are the accuracy activation.h states (tightened with the rational erfc,
 // which replaced the exp-based Abramowitz & Stegun form: 5e-7, 5e-7 and 2e-4 before).
 #include <gtest/gtest.h>
@@ -20,14 +21,16 @@ namespace {
 
 constexpr int kLanes = 8;
 
+using Builder = llvm::Value* (*)(llvm::IRBuilder<>&, llvm::Value*);
+
 struct GeluCode {
   std::unique_ptr<codegen::JitModule> module;
   float (*scalar)(float);
   void (*vector)(const float* x, float* y);  // kLanes at a time
 };
 
-// float scalar(float x) and void vector(const float* x, float* y), both emit_gelu.
-GeluCode compile_gelu() {
+// float scalar(float x) and void vector(const float* x, float* y), both `emit`.
+GeluCode compile_gelu(Builder emit = codegen::emit_gelu) {
   auto ctx = std::make_unique<llvm::LLVMContext>();
   auto m = std::make_unique<llvm::Module>("gelu_test", *ctx);
   const std::string prefix = codegen::jit_unique_prefix();
@@ -37,7 +40,7 @@ GeluCode compile_gelu() {
   auto* scalar = llvm::Function::Create(llvm::FunctionType::get(f32, {f32}, false),
                                         llvm::Function::ExternalLinkage, prefix + "scalar", *m);
   b.SetInsertPoint(llvm::BasicBlock::Create(*ctx, "entry", scalar));
-  b.CreateRet(codegen::emit_gelu(b, scalar->getArg(0)));
+  b.CreateRet(emit(b, scalar->getArg(0)));
 
   llvm::Type* vt = llvm::FixedVectorType::get(f32, kLanes);
   auto* vector = llvm::Function::Create(
@@ -45,7 +48,7 @@ GeluCode compile_gelu() {
       llvm::Function::ExternalLinkage, prefix + "vector", *m);
   b.SetInsertPoint(llvm::BasicBlock::Create(*ctx, "entry", vector));
   llvm::Value* x = b.CreateAlignedLoad(vt, vector->getArg(0), llvm::Align(4));
-  b.CreateAlignedStore(codegen::emit_gelu(b, x), vector->getArg(1), llvm::Align(4));
+  b.CreateAlignedStore(emit(b, x), vector->getArg(1), llvm::Align(4));
   b.CreateRetVoid();
 
   codegen::set_host_target(*m);
@@ -103,4 +106,34 @@ TEST(Gelu, SpecialValues) {
   EXPECT_EQ(code.scalar(INFINITY), INFINITY);
   EXPECT_EQ(code.scalar(1e30f), 1e30f);
   EXPECT_EQ(code.scalar(-1e3f), 0.0f);
+}
+
+// tanh: one definition for scalar and vector code; relative error against std::tanh over
+// [-10, 10] in steps of 2^-12, and near zero, where the polynomial branch takes over.
+TEST(Tanh, ScalarAndVectorCodeAreOneDefinitionWithinItsStatedAccuracy) {
+  GeluCode code = compile_gelu(codegen::emit_tanh);
+  std::vector<float> xs;
+  for (int i = -10 * 4096; i <= 10 * 4096; ++i) xs.push_back(float(i) / 4096.0f);
+  for (float tiny : {1e-30f, 1e-8f, 1e-4f, 0.3999f, 0.4f, 0.4001f})
+    xs.insert(xs.end(), {tiny, -tiny});
+  while (xs.size() % kLanes) xs.push_back(0.0f);
+  std::vector<float> vector_out(xs.size());
+  for (size_t i = 0; i < xs.size(); i += kLanes) code.vector(&xs[i], &vector_out[i]);
+  double max_rel = 0;
+  float at = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float x = xs[i];
+    const float got = code.scalar(x);
+    ASSERT_EQ(got, vector_out[i]) << "x = " << x;
+    const double want = std::tanh(double(x));
+    const double rel = want != 0 ? std::fabs(got - want) / std::fabs(want) : std::fabs(got);
+    if (rel > max_rel) max_rel = rel, at = x;
+  }
+  std::printf("tanh vs std::tanh over [-10, 10]: max rel error %.3g (x = %g)\n", max_rel, at);
+  EXPECT_LT(max_rel, 5e-7);
+  EXPECT_EQ(code.scalar(0.0f), 0.0f);
+  EXPECT_EQ(code.scalar(INFINITY), 1.0f);
+  EXPECT_EQ(code.scalar(-INFINITY), -1.0f);
+  EXPECT_EQ(code.scalar(50.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(code.scalar(NAN)));
 }

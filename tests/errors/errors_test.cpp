@@ -111,8 +111,43 @@ TEST(Errors, OperatorsThatAreNotContractions) {
         return ir::load(x.tensor, {ax[0], ax[1]});
       });
   te::Operator op{"copy", {m}, {x}, copy, {}};
-  EXPECT_USER_ERROR(ops::match_contraction(op), "no reduction at the top");
+  EXPECT_USER_ERROR(ops::match_contraction(op), "(no reduction)");
   EXPECT_USER_ERROR(runtime::Kernel::compile(op, small_schedule()), "is not a contraction");
+}
+
+// Epilogues the micro-kernel cannot apply in its registers are refused by name.
+TEST(Errors, EpiloguesThatAreNotElementwise) {
+  te::ShapeVar m = te::shape_var("M", 1, 8);
+  ir::Expr mv = m.var;
+  te::Input x = te::input("X", {mv, ir::Expr(4)});
+  te::Input w = te::input("W", {ir::Expr(6), ir::Expr(4)}, true);
+  te::Input r = te::input("R", {ir::Expr(6), mv});
+  te::Input v = te::input("V", {ir::Expr(4)});
+  auto with_epilogue = [&](std::function<ir::Expr(ir::Expr, const std::vector<ir::Var>&)> epi) {
+    te::ComputeOp y =
+        te::compute("Y", {mv, ir::Expr(6)}, {"i", "j"}, [&](const std::vector<ir::Var>& ax) {
+          ir::Var k("k");
+          ir::Expr sum =
+              ir::reduce_sum(k, 4, ir::load(x.tensor, {ax[0], k}) * ir::load(w.tensor, {ax[1], k}));
+          return epi(sum, ax);
+        });
+    return te::Operator{"dense_epi", {m}, {x, w, r, v}, y, {}};
+  };
+  EXPECT_USER_ERROR(ops::match_contraction(with_epilogue([&](ir::Expr s, auto& ax) {
+                      return s + ir::load(r.tensor, {ax[1], ax[0]});
+                    })),
+                    "the epilogue input R is not contiguous along the output's last axis");
+  EXPECT_USER_ERROR(ops::match_contraction(with_epilogue([&](ir::Expr s, auto&) {
+                      ir::Var k2("k2");
+                      return s + ir::reduce_sum(k2, 4, ir::load(v.tensor, {k2}));
+                    })),
+                    "the epilogue holds a second reduction");
+  EXPECT_USER_ERROR(ops::match_contraction(with_epilogue([&](ir::Expr s, auto& ax) {
+                      return s * ir::call(ir::CallOp::ToFloat, {ax[0]});
+                    })),
+                    "the epilogue converts an index to float");
+  EXPECT_USER_ERROR(ops::parse_epilogue("bias+residual+bias"), "bias appears twice");
+  EXPECT_USER_ERROR(ops::parse_epilogue("bias+sigmoid"), "'sigmoid' is not a step");
 }
 
 TEST(Errors, ScheduleForAnIsaTheHostLacks) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "conv1d_op.h"
+#include "ir/printer.h"
 #include "ir/visit.h"
 #include "lower/insert_packing.h"
 #include "lower/pipeline.h"
@@ -14,7 +15,8 @@ using namespace dietcode;
 namespace {
 
 schedule::MicroKernelSchedule schedule_for_dense() {
-  schedule::MicroKernelSchedule s = dietcode::testing::make_schedule(schedule::Isa::Avx2, 6, 16, 128, 24, 64);
+  schedule::MicroKernelSchedule s =
+      dietcode::testing::make_schedule(schedule::Isa::Avx2, 6, 16, 128, 24, 64);
   s.parallel = schedule::ParallelAxis::M;
   return s;
 }
@@ -33,8 +35,9 @@ TEST(Contraction, FindsAxesOperandsAndEpilogue) {
   EXPECT_EQ(c.a.tensor.name(), "X");
   EXPECT_EQ(c.b.tensor.name(), "W");
   EXPECT_TRUE(c.b.constant);
-  EXPECT_EQ(c.bias.tensor.name(), "bias");
-  EXPECT_EQ(c.activation, ir::Activation::Gelu);
+  ASSERT_EQ(c.epilogue_inputs.size(), 1u);
+  EXPECT_EQ(c.epilogue_inputs[0].operand.tensor.name(), "bias");
+  EXPECT_EQ(ir::to_string(c.epilogue), "gelu(product + bias_0)");
   EXPECT_TRUE(c.batch_axes.empty());
 }
 
@@ -47,7 +50,8 @@ TEST(Lower, PassesAreLoggedInOrder) {
 }
 
 TEST(Lower, PackedScheduleHasPanelsMicroKernelAndOneParallelLoop) {
-  lower::LoweredKernel k = lower::lower(schedule::bind(schedule_for_dense(), ops::dense(1, 128, 256, 256)));
+  lower::LoweredKernel k =
+      lower::lower(schedule::bind(schedule_for_dense(), ops::dense(1, 128, 256, 256)));
   ir::visit_stmts(k.compute.body, [&](const ir::Stmt& s) {
     if (const auto* p = s.as<ir::PackStageNode>()) {
       EXPECT_TRUE(lower::packs_by_transposing(*p))
@@ -66,7 +70,8 @@ TEST(Lower, PackedScheduleHasPanelsMicroKernelAndOneParallelLoop) {
 
 TEST(Lower, PanelsPackedInsideTheParallelLoopAreAllocatedPerTask) {
   // Order n, k, m with parallel m: B is packed once, outside; A per task, inside.
-  lower::LoweredKernel k = lower::lower(schedule::bind(schedule_for_dense(), ops::dense(1, 128, 256, 256)));
+  lower::LoweredKernel k =
+      lower::lower(schedule::bind(schedule_for_dense(), ops::dense(1, 128, 256, 256)));
   const ir::Stmt& body = k.compute.body;
   ASSERT_EQ(body.kind(), ir::StmtKind::Allocate);
   EXPECT_EQ(body.as<ir::AllocateNode>()->buffer.name(), "W_panel");

@@ -17,7 +17,9 @@ void OperatorOptions::add_to(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--layout", layout, "batch_matmul layout of B: NN ([b,K,N]) or NT ([b,N,K])")
       ->capture_default_str();
-  app.add_option("--epilogue", epilogue, "dense epilogue: none, bias, bias_relu, bias_gelu")
+  app.add_option("--epilogue", epilogue,
+                 "dense epilogue: none, or steps joined by + from bias, scale, residual, relu, "
+                 "gelu, gelu_tanh, tanh (bias_relu, bias_gelu: shorthands)")
       ->capture_default_str();
   app.add_option("--N", n, "N: fixed, or M (batch_matmul: the shape variable, as T in Q K^T)")
       ->capture_default_str();

@@ -37,6 +37,10 @@ llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Value* x);
 // x / (1 + exp(-2u)) (the same function, without cancellation for u << 0) with emit_exp.
 llvm::Value* emit_gelu_tanh(llvm::IRBuilder<>& b, llvm::Value* x);
 
+// tanh(x): a Taylor polynomial for |x| < 0.4, (1 - e) / (1 + e) with e = emit_exp(-2|x|)
+// beyond (sign restored); NaN stays NaN. Accuracy in tests/codegen/epilogue_test.cpp.
+llvm::Value* emit_tanh(llvm::IRBuilder<>& b, llvm::Value* x);
+
 // The IR's float function `op` (every CallOp but ToFloat, whose argument is an integer)
 // applied to `x`, a float or a vector of floats: the one mapping from CallOp to the
 // builders above, for the scalar and the vector code generators.

@@ -9,8 +9,13 @@
 // masked (llvm.masked.load) so that no lane past the tensor's end is touched.
 #include <llvm/IR/Intrinsics.h>
 
-#include "codegen/llvm/activation.h"
+#include <map>
+#include <tuple>
+
 #include "codegen/llvm/codegen_llvm.h"
+#include "codegen/llvm/vector_expr.h"
+#include "ir/printer.h"
+#include "support/error.h"
 
 namespace dietcode::codegen {
 
@@ -52,11 +57,11 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
 
   // Rows of A past m_valid read the last valid row (a safe address; the results
   // are never stored), so the k-loop needs no row checks.
-  std::vector<llvm::Value*> a_rows;
+  std::vector<llvm::Value*> rows, a_rows;
   llvm::Value* last_row = b.CreateSub(m_valid, imm(1));
   for (int64_t i = 0; i < MR; ++i) {
-    llvm::Value* r = b.CreateSelect(b.CreateICmpSLT(imm(i), m_valid), imm(i), last_row);
-    a_rows.push_back(gep(a_base, b.CreateMul(r, a_row_stride)));
+    rows.push_back(b.CreateSelect(b.CreateICmpSLT(imm(i), m_valid), imm(i), last_row));
+    a_rows.push_back(gep(a_base, b.CreateMul(rows[i], a_row_stride)));
   }
 
   // Full tiles work on C in place; edge tiles on a padded copy.
@@ -211,44 +216,59 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
       }
   }
 
-  // Epilogue on the last k-block: bias along n, then the activation.
-  if (mk.bias.defined() || mk.activation != Activation::None) {
+  // Epilogue on the last k-block: every element of the tile through mk.epilogue, its
+  // inputs read at the element's row (rows past m_valid read the last valid one, like A)
+  // and column (vectors along n load masked, lanes past n_valid reading zero; they are
+  // never stored).
+  if (mk.epilogue.defined()) {
     llvm::BasicBlock* epi_bb = llvm::BasicBlock::Create(ctx, "epilogue", fn);
     llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx, "epilogue.done", fn);
     llvm::BasicBlock* from = b.GetInsertBlock();
     b.CreateCondBr(last, epi_bb, join);
     b.SetInsertPoint(epi_bb);
+    std::vector<llvm::Constant*> lanes;
+    for (unsigned l = 0; l < W; ++l) lanes.push_back(b.getInt64(l));
+    std::vector<llvm::Value*> n_masks;
+    for (int64_t v = 0; v < V; ++v)
+      n_masks.push_back(b.CreateICmpSLT(llvm::ConstantVector::get(lanes),
+                                        b.CreateVectorSplat(W, b.CreateSub(n_valid, imm(v * W)))));
+    struct Input {
+      const EpilogueOperand* operand;
+      llvm::Value* base;
+      llvm::Value* row_stride;
+      bool same_row;  // row stride 0: one value per column for the whole tile
+    };
+    std::vector<Input> inputs;
+    for (const EpilogueOperand& o : mk.epilogue_inputs)
+      inputs.push_back({&o, fe.element_ptr(o.buffer, fe.emit(o.offset)), fe.emit(o.row_stride),
+                        is_const(o.row_stride, 0)});
+    // Loads already emitted, by (input, row or -1 for same_row inputs, vector).
+    std::map<std::tuple<size_t, int64_t, int64_t>, llvm::Value*> loaded;
+    auto input_vector = [&](size_t x, int64_t i, int64_t v) {
+      const Input& in = inputs[x];
+      if (!in.operand->along_n) v = 0;
+      if (in.same_row) i = -1;
+      llvm::Value*& slot = loaded[{x, i, v}];
+      if (slot) return slot;
+      llvm::Value* row = i < 0 ? in.base : gep(in.base, b.CreateMul(rows[i], in.row_stride));
+      if (in.operand->along_n)
+        slot = b.CreateMaskedLoad(vt, gep(row, imm(v * W)), elem_align, n_masks[v],
+                                  llvm::Constant::getNullValue(vt));
+      else
+        slot = b.CreateVectorSplat(W, b.CreateAlignedLoad(f32, row, elem_align));
+      return slot;
+    };
     Tile out = acc;
-    if (mk.bias.defined()) {
-      llvm::Value* bias_base = fe.element_ptr(mk.bias, fe.emit(mk.bias_offset));
-      // An edge column block reads the bias through a zero-padded copy.
-      llvm::Value* bias_copy = fe.entry_alloca(f32, NR, 64);
-      llvm::Value* n_full = b.CreateICmpEQ(n_valid, imm(NR));
-      branch(b.CreateNot(n_full), "bias.copy", [&] {
-        for (int64_t v = 0; v < V; ++v)
-          b.CreateAlignedStore(llvm::Constant::getNullValue(vt), gep(bias_copy, imm(v * W)),
-                               elem_align);
-        fe.emit_loop(
-            imm(0), n_valid,
-            [&](llvm::Value* j) {
-              b.CreateAlignedStore(b.CreateAlignedLoad(f32, gep(bias_base, j), elem_align),
-                                   gep(bias_copy, j), elem_align);
-            },
-            "bias.j");
-      });
-      llvm::Value* bias = b.CreateSelect(n_full, bias_base, bias_copy);
-      for (int64_t v = 0; v < V; ++v) {
-        llvm::Value* bv = b.CreateAlignedLoad(vt, gep(bias, imm(v * W)), elem_align);
-        for (int64_t i = 0; i < MR; ++i) out[i][v] = b.CreateFAdd(out[i][v], bv);
-      }
-    }
     for (int64_t i = 0; i < MR; ++i)
-      for (int64_t v = 0; v < V; ++v) {
-        if (mk.activation == Activation::Relu)
-          out[i][v] = emit_relu(b, out[i][v]);
-        else if (mk.activation == Activation::Gelu)
-          out[i][v] = emit_gelu(b, out[i][v]);
-      }
+      for (int64_t v = 0; v < V; ++v)
+        out[i][v] = emit_vector_expr(b, mk.epilogue, W, [&](const Expr& e) -> llvm::Value* {
+          const auto* var = e.as<VarNode>();
+          DC_INTERNAL_CHECK(var, "micro-kernel epilogue: cannot vectorize {}", to_string(e));
+          if (var == mk.product.get()) return acc[i][v];
+          for (size_t x = 0; x < inputs.size(); ++x)
+            if (var == inputs[x].operand->value.get()) return input_vector(x, i, v);
+          internal_error(__FILE__, __LINE__, "micro-kernel epilogue: unbound " + var->name);
+        });
     llvm::BasicBlock* epi_end = b.GetInsertBlock();
     b.CreateBr(join);
     b.SetInsertPoint(join);

@@ -10,8 +10,8 @@
 
 #include <unordered_map>
 
-#include "codegen/llvm/activation.h"
 #include "codegen/llvm/codegen_llvm.h"
+#include "codegen/llvm/vector_expr.h"
 #include "ir/printer.h"
 #include "support/error.h"
 
@@ -166,75 +166,36 @@ class RowKernelEmitter {
 
   // The vector of `e` at columns base..base+W-1 of `col` (mask: lanes that exist).
   llvm::Value* vec(const Expr& e, const Var& col, llvm::Value* base, llvm::Value* mask) {
-    switch (e.kind()) {
-      case ExprKind::FloatImm:
-        return fconst(e.as<FloatImmNode>()->value);
-      case ExprKind::Reduce: {
-        auto it = reduce_values_.find(e.get());
-        DC_INTERNAL_CHECK(it != reduce_values_.end(), "row kernel: reduction read before its pass");
-        return splat(it->second);
-      }
-      case ExprKind::Load: {
-        const auto* l = e.as<LoadNode>();
-        if (auto it = stage_values_.find(l->buffer.get()); it != stage_values_.end())
+    return emit_vector_expr(b_, e, width_, [&](const Expr& x) -> llvm::Value* {
+      switch (x.kind()) {
+        case ExprKind::Reduce: {
+          auto it = reduce_values_.find(x.get());
+          DC_INTERNAL_CHECK(it != reduce_values_.end(),
+                            "row kernel: reduction read before its pass");
           return splat(it->second);
-        bool along_row = col.defined() && !l->indices.empty() &&
-                         l->indices.back().get() == static_cast<const ExprNode*>(col.get());
-        if (!along_row) return splat(fe_.emit(e));
-        fe_.bind_var(col, base);
-        llvm::Value* ptr =
-            fe_.element_ptr(l->buffer, fe_.emit(flatten_index(l->buffer, l->indices)));
-        fe_.unbind_var(col);
-        if (mask)
-          return b_.CreateMaskedLoad(vec_type_, ptr, llvm::Align(4), mask,
-                                     llvm::Constant::getNullValue(vec_type_));
-        return b_.CreateAlignedLoad(vec_type_, ptr, llvm::Align(4));
+        }
+        case ExprKind::Load: {
+          const auto* l = x.as<LoadNode>();
+          if (auto it = stage_values_.find(l->buffer.get()); it != stage_values_.end())
+            return splat(it->second);
+          bool along_row = col.defined() && !l->indices.empty() &&
+                           l->indices.back().get() == static_cast<const ExprNode*>(col.get());
+          if (!along_row) return splat(fe_.emit(x));
+          fe_.bind_var(col, base);
+          llvm::Value* ptr =
+              fe_.element_ptr(l->buffer, fe_.emit(flatten_index(l->buffer, l->indices)));
+          fe_.unbind_var(col);
+          if (mask)
+            return b_.CreateMaskedLoad(vec_type_, ptr, llvm::Align(4), mask,
+                                       llvm::Constant::getNullValue(vec_type_));
+          return b_.CreateAlignedLoad(vec_type_, ptr, llvm::Align(4));
+        }
+        case ExprKind::Call:  // the integer-to-float conversion
+          return splat(b_.CreateSIToFP(fe_.emit(x.as<CallNode>()->args[0]), b_.getFloatTy()));
+        default:
+          internal_error(__FILE__, __LINE__, "row kernel: cannot vectorize " + to_string(x));
       }
-      case ExprKind::Call: {
-        const auto* c = e.as<CallNode>();
-        if (c->op == CallOp::ToFloat)
-          return splat(b_.CreateSIToFP(fe_.emit(c->args[0]), b_.getFloatTy()));
-        return emit_float_call(b_, c->op, vec(c->args[0], col, base, mask));
-      }
-      case ExprKind::Select: {
-        const auto* s = e.as<SelectNode>();
-        return b_.CreateSelect(vec(s->condition, col, base, mask),
-                               vec(s->true_value, col, base, mask),
-                               vec(s->false_value, col, base, mask));
-      }
-      default:
-        break;
-    }
-    const BinaryNode* bin = as_binary(e);
-    DC_INTERNAL_CHECK(bin && bin->a.type() != Type::Int, "row kernel: cannot vectorize {}",
-                      to_string(e));
-    llvm::Value* x = vec(bin->a, col, base, mask);
-    llvm::Value* y = vec(bin->b, col, base, mask);
-    switch (e.kind()) {
-      case ExprKind::Add:
-        return b_.CreateFAdd(x, y);
-      case ExprKind::Sub:
-        return b_.CreateFSub(x, y);
-      case ExprKind::Mul:
-        return b_.CreateFMul(x, y);
-      case ExprKind::Div:
-        return b_.CreateFDiv(x, y);
-      case ExprKind::Min:
-        return b_.CreateMinNum(x, y);
-      case ExprKind::Max:
-        return b_.CreateMaxNum(x, y);
-      case ExprKind::LT:
-        return b_.CreateFCmpOLT(x, y);
-      case ExprKind::LE:
-        return b_.CreateFCmpOLE(x, y);
-      case ExprKind::EQ:
-        return b_.CreateFCmpOEQ(x, y);
-      case ExprKind::And:
-        return b_.CreateAnd(x, y);
-      default:
-        break;
-    }
-    internal_error(__FILE__, __LINE__, "row kernel: cannot vectorize " + to_string(e));
+    });
   }
 
   FunctionEmitter& fe_;

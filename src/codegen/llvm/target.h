@@ -9,10 +9,10 @@
 namespace dietcode::codegen {
 
 struct CpuTarget {
-  std::string cpu;       // LLVM CPU name, e.g. "znver4", "x86-64-v3"
-  std::string features;  // LLVM feature string, e.g. "+avx2,+fma,..."
+  std::string cpu;                          // LLVM CPU name, e.g. "znver4", "x86-64-v3"
+  std::string features;                     // LLVM feature string, e.g. "+avx2,+fma,..."
   schedule::Isa isa = schedule::Isa::Avx2;  // the widest vector ISA usable
-  bool is_host = false;  // code for this target can run in this process
+  bool is_host = false;                     // code for this target can run in this process
 };
 
 // The machine this process runs on. Throws dietcode::Error if it lacks AVX2 + FMA.
