@@ -1,7 +1,8 @@
 // The oneDNN peer: the matmul and inner_product primitives (forward inference, f32), with
 // constant weights reordered once into the layout the primitive prefers; and the row
 // operators: layer_normalization (scale and shift), binary add then layer_normalization,
-// softmax, eltwise gelu_erf.
+// softmax, eltwise gelu_erf, and a dense layer's epilogue as one binary add with post-ops
+// (bias then gelu_erf; residual then the bias).
 #include <omp.h>
 
 #include <dnnl.hpp>
@@ -116,6 +117,30 @@ class OnednnPeer final : public Peer {
           return {finish_row("eltwise_gelu_erf", dnnl::eltwise_forward(pd),
                              {{DNNL_ARG_SRC, mem(rows, in[0])}, {DNNL_ARG_DST, mem(rows, out)}},
                              nullptr, watch)};
+        }
+        case RowOpKind::BiasGelu:
+        case RowOpKind::BiasResidual: {
+          // One pass: binary add of the bias (broadcast over rows) with gelu_erf as a
+          // post-op; or binary add of the residual with the bias added as a post-op.
+          Stopwatch watch;
+          const memory::desc bias{{1, p.n}, memory::data_type::f32, tag::ab};
+          const bool gelu = p.op == RowOpKind::BiasGelu;
+          dnnl::post_ops po;
+          if (gelu)
+            po.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
+          else
+            po.append_binary(dnnl::algorithm::binary_add, bias);
+          dnnl::primitive_attr attr;
+          attr.set_post_ops(po);
+          dnnl::binary::primitive_desc pd(
+              dnnl::binary::desc(dnnl::algorithm::binary_add, rows, gelu ? bias : rows, rows), attr,
+              engine_);
+          Args args{{DNNL_ARG_SRC_0, mem(rows, in[0])},
+                    {DNNL_ARG_SRC_1, gelu ? mem(bias, in[1]) : mem(rows, in[2])},
+                    {DNNL_ARG_DST, mem(rows, out)}};
+          if (!gelu) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = mem(bias, in[1]);
+          return {finish_row(gelu ? "binary_add+eltwise_gelu_erf" : "binary_add+binary_add",
+                             dnnl::binary(pd), std::move(args), nullptr, watch)};
         }
       }
     } catch (const dnnl::error& e) {

@@ -100,6 +100,44 @@ struct ProblemData {
   }
 };
 
+// Rows to check out of `rows`: the first, the last and `random` random ones, sorted.
+std::vector<int64_t> pick_check_rows(int64_t rows, int random, std::mt19937_64& rng) {
+  std::vector<int64_t> picked{0, rows - 1};
+  for (int i = 0; i < random; ++i)
+    picked.push_back(std::uniform_int_distribution<int64_t>(0, rows - 1)(rng));
+  std::sort(picked.begin(), picked.end());
+  picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
+  return picked;
+}
+
+// Largest relative error (L2 over a row of n) of `out`'s checked rows against `want`
+// (the checked rows in order, n values each); infinite if any output value is not
+// finite (an element left unwritten shows as the poison).
+double checked_rows_error(const std::vector<float>& out, const std::vector<int64_t>& rows,
+                          const std::vector<double>& want, int64_t n) {
+  for (float v : out)
+    if (!std::isfinite(v)) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    double num = 0, den = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      double got = out[rows[r] * n + j], w = want[r * n + j];
+      num += (got - w) * (got - w);
+      den += w * w;
+    }
+    worst = std::max(worst, std::sqrt(num / std::max(den, 1e-30)));
+  }
+  return worst;
+}
+
+// The elements of the checked rows, flattened (for reference::evaluate_at).
+std::vector<int64_t> row_elements(const std::vector<int64_t>& rows, int64_t n) {
+  std::vector<int64_t> flat;
+  for (int64_t r : rows)
+    for (int64_t j = 0; j < n; ++j) flat.push_back(r * n + j);
+  return flat;
+}
+
 // The data of one row-operator problem: fresh inputs in the operator's order, the output,
 // and float64 rows of the unscheduled operator (reference::evaluate_at) to check against.
 struct RowData {
@@ -120,16 +158,8 @@ struct RowData {
     }
     out.resize(sizes.back());
     bytes += 4.0 * double(sizes.back());
-    std::vector<int64_t> rows{0, p.rows - 1};
-    for (int i = 0; i < 6; ++i)
-      rows.push_back(std::uniform_int_distribution<int64_t>(0, p.rows - 1)(rng));
-    std::sort(rows.begin(), rows.end());
-    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-    check_rows = rows;
-    std::vector<int64_t> flat;
-    for (int64_t r : rows)
-      for (int64_t j = 0; j < p.n; ++j) flat.push_back(r * p.n + j);
-    want = reference::evaluate_at(layer.op, {t}, pointers(), flat);
+    check_rows = pick_check_rows(p.rows, 6, rng);
+    want = reference::evaluate_at(layer.op, {t}, pointers(), row_elements(check_rows, p.n));
   }
 
   std::vector<const float*> pointers() const {
@@ -139,23 +169,7 @@ struct RowData {
   }
   void poison() { std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN()); }
 
-  // Largest relative error over the checked rows; infinite if any output value is not
-  // finite (an element left unwritten shows as the poison).
-  double error() const {
-    for (float v : out)
-      if (!std::isfinite(v)) return std::numeric_limits<double>::infinity();
-    double worst = 0;
-    for (size_t r = 0; r < check_rows.size(); ++r) {
-      double num = 0, den = 0;
-      for (int64_t j = 0; j < p.n; ++j) {
-        double got = out[check_rows[r] * p.n + j], w = want[r * p.n + j];
-        num += (got - w) * (got - w);
-        den += w * w;
-      }
-      worst = std::max(worst, std::sqrt(num / std::max(den, 1e-30)));
-    }
-    return worst;
-  }
+  double error() const { return checked_rows_error(out, check_rows, want, p.n); }
 };
 
 // The data of one fused-attention problem: Q, K, V (normal(0, 1)), the output, and the
@@ -182,16 +196,9 @@ struct AttentionData {
     for (float& e : q_scaled) e *= scale;
     scores.resize(heads * t * t);
     probs.resize(heads * t * t);
-    std::vector<int64_t> rows{0, heads * t - 1};
-    for (int i = 0; i < 6; ++i)
-      rows.push_back(std::uniform_int_distribution<int64_t>(0, heads * t - 1)(rng));
-    std::sort(rows.begin(), rows.end());
-    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-    check_rows = rows;
-    std::vector<int64_t> flat;
-    for (int64_t r : rows)
-      for (int64_t j = 0; j < d; ++j) flat.push_back(r * d + j);
-    want = reference::evaluate_at(layer.op, {t}, {q.data(), k.data(), v.data()}, flat);
+    check_rows = pick_check_rows(heads * t, 6, rng);
+    want = reference::evaluate_at(layer.op, {t}, {q.data(), k.data(), v.data()},
+                                  row_elements(check_rows, d));
   }
 
   void poison() {
@@ -200,23 +207,43 @@ struct AttentionData {
     std::fill(probs.begin(), probs.end(), std::numeric_limits<float>::quiet_NaN());
   }
 
-  // Largest relative error (L2 over a row of d) over the checked rows; infinite if any
-  // output value is not finite.
-  double error() const {
-    for (float e : out)
-      if (!std::isfinite(e)) return std::numeric_limits<double>::infinity();
-    double worst = 0;
-    for (size_t r = 0; r < check_rows.size(); ++r) {
-      double num = 0, den = 0;
-      for (int64_t j = 0; j < d; ++j) {
-        double got = out[check_rows[r] * d + j], w = want[r * d + j];
-        num += (got - w) * (got - w);
-        den += w * w;
-      }
-      worst = std::max(worst, std::sqrt(num / std::max(den, 1e-30)));
+  double error() const { return checked_rows_error(out, check_rows, want, d); }
+};
+
+// The data of a dense layer with a fused epilogue: the operator's inputs (X, W, then the
+// epilogue's: bias, residual) uniform in [-1, 1], the output, the composition's product
+// buffer, and float64 rows of the unscheduled operator to check against.
+struct EpilogueData {
+  GemmProblem p;
+  RowProblem pass;
+  std::vector<std::vector<float>> inputs;
+  std::vector<float> out, product;
+  std::vector<int64_t> check_rows;
+  std::vector<double> want;
+  double bytes = 0;  // every input read once, the output written once
+
+  EpilogueData(const WorkloadLayer& layer, int64_t t, std::mt19937_64& rng)
+      : p(layer.problem(t)), pass(layer.epilogue_problem(t)) {
+    std::vector<int64_t> sizes = layer.op.buffer_sizes(layer.op.bind({t}));
+    std::uniform_real_distribution<float> dist(-1, 1);
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+      inputs.emplace_back(sizes[i]);
+      for (float& v : inputs.back()) v = dist(rng);
     }
-    return worst;
+    for (int64_t size : sizes) bytes += 4.0 * double(size);
+    out.resize(sizes.back());
+    product.resize(sizes.back());
+    check_rows = pick_check_rows(pass.rows, 4, rng);
+    std::vector<const float*> ptrs;
+    for (const auto& in : inputs) ptrs.push_back(in.data());
+    want = reference::evaluate_at(layer.op, {t}, ptrs, row_elements(check_rows, p.n));
   }
+
+  void poison() {
+    std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+    std::fill(product.begin(), product.end(), std::numeric_limits<float>::quiet_NaN());
+  }
+  double error() const { return checked_rows_error(out, check_rows, want, p.n); }
 };
 
 constexpr double kTolerance = 1e-5;
@@ -339,7 +366,8 @@ class BenchRun {
       idle_spin_[peer->name()] = peer->idle_spin_seconds();
       max_idle_spin_ = std::max(max_idle_spin_, peer->idle_spin_seconds());
     }
-    // A composition of peers (fused attention) waits for the slowest of them.
+    // A composition of peers (fused attention, a product and its epilogue pass) waits for
+    // the slowest of them.
     idle_spin_["composition"] = max_idle_spin_;
     // Start every peer's thread pool (a small problem, once) with this thread's full CPU
     // mask, then pin this thread to the first CPU, beside our pinned workers: every
@@ -442,6 +470,9 @@ class BenchRun {
     } else if (layer.is_row) {
       RowData data(layer, t, rng_);
       measure(layer, t, bind_row_candidates(layer, ours, data, ti), data);
+    } else if (layer.epilogue_pass) {
+      EpilogueData data(layer, t, rng_);
+      measure(layer, t, bind_epilogue_candidates(layer, ours, data, ti), data);
     } else {
       ProblemData data(layer.problem(t), rng_);
       measure(layer, t, bind_candidates(layer, ours, data, ti), data);
@@ -517,10 +548,10 @@ class BenchRun {
                              std::vector<Candidate>& candidates) {
     for (OurModule& m : ours.modules) {
       const runtime::Module* module = &m.module;
-      candidates.push_back({m.impl, fmt::format("kernel {}", m.module.select({t})),
-                            [module, args, t, &out] {
-                              module->run({t}, args, {out.data(), int64_t(out.size())});
-                            }});
+      candidates.push_back(
+          {m.impl, fmt::format("kernel {}", m.module.select({t})), [module, args, t, &out] {
+             module->run({t}, args, {out.data(), int64_t(out.size())});
+           }});
     }
   }
 
@@ -556,6 +587,97 @@ class BenchRun {
     return candidates;
   }
 
+  // One stage of a composition of peers: per peer, its fastest variant (screened here:
+  // best of 3, in order, on this shape's data); none for a peer that has no such stage
+  // (`prepare` returns no variants).
+  using PrepareStage = std::function<std::vector<PeerVariant>(Peer&)>;
+  std::vector<Candidate> fastest_per_peer(const WorkloadLayer& layer, int64_t t, const char* stage,
+                                          const PrepareStage& prepare) {
+    std::vector<Candidate> best;
+    for (auto& peer : loaded_.peers) {
+      std::vector<PeerVariant> variants;
+      try {
+        variants = prepare(*peer);
+      } catch (const std::exception& e) {
+        note(fmt::format("{} on {} ({}) T={}: {}", peer->name(), layer.name, stage, t, e.what()));
+      }
+      std::optional<Candidate> mine;
+      for (PeerVariant& v : variants) {
+        v.run();
+        double screen = 1e30;
+        for (int r = 0; r < 3; ++r) screen = std::min(screen, time_once(v.run));
+        if (o_.threads > 1) sleep_for(idle_spin_[peer->name()]);
+        if (!mine || screen < mine->screen)
+          mine = Candidate{peer->name(), fmt::format("{}[{}]", peer->name(), v.label), v.run, 0,
+                           screen};
+      }
+      if (mine) best.push_back(*mine);
+    }
+    return best;
+  }
+
+  // Phase 4 for a dense layer with a fused epilogue: our kernels and modules (weights
+  // packed for this shape), and compositions of peers: each peer's fastest GEMM into a
+  // buffer of its own, then each peer's fastest epilogue pass (oneDNN's binary add with
+  // post-ops) from it into the output; every combination a variant of "composition".
+  std::vector<Candidate> bind_epilogue_candidates(const WorkloadLayer& layer, OurCandidates& ours,
+                                                  EpilogueData& data, size_t ti) {
+    const int64_t t = o_.t_values[ti];
+    std::vector<runtime::ConstTensor> args;
+    for (const auto& in : data.inputs) args.push_back({in.data(), int64_t(in.size())});
+    std::vector<Candidate> candidates;
+    for (OurKernel& k : ours.kernels) {
+      std::vector<runtime::ConstTensor> mine = args;
+      if (k.kernel.needs_prepack()) {
+        k.packed = k.kernel.prepack({t}, args[1]);
+        mine[1] = {k.packed.data(), k.packed.size()};
+      }
+      runtime::Kernel* kernel = &k.kernel;
+      candidates.push_back(
+          {sweep_impl(), schedule::to_json_text(k.kernel.schedule()), [kernel, mine, t, &data] {
+             kernel->run({t}, mine, {data.out.data(), int64_t(data.out.size())});
+           }});
+    }
+    for (OurModule& m : ours.modules) {
+      m.packed = m.module.prepack({t}, args[1]);
+      const runtime::Module* module = &m.module;
+      const runtime::PackedWeights* packed = &m.packed;
+      candidates.push_back(
+          {m.impl, fmt::format("kernel {}", m.module.select({t})),
+           [module, packed, args, t, &data] {
+             module->run({t}, args, {data.out.data(), int64_t(data.out.size())}, packed);
+           }});
+    }
+    if (loaded_.peers.empty()) return candidates;
+    std::vector<Candidate> gemm =
+        fastest_per_peer(layer, t, "GEMM", [&](Peer& peer) -> std::vector<PeerVariant> {
+          if (!peer.unsupported(data.p).empty()) return {};
+          return peer.prepare(data.p, data.inputs[0].data(), data.inputs[1].data(),
+                              data.product.data());
+        });
+    std::vector<Candidate> pass =
+        fastest_per_peer(layer, t, "epilogue", [&](Peer& peer) -> std::vector<PeerVariant> {
+          if (!peer.row_unsupported(data.pass).empty()) return {};
+          std::vector<const float*> in{data.product.data()};
+          for (size_t i = 2; i < data.inputs.size(); ++i) in.push_back(data.inputs[i].data());
+          return peer.prepare_row(data.pass, in, data.out.data());
+        });
+    if (gemm.empty() || pass.empty()) {
+      if (ti == 0)
+        note(fmt::format("{}: no composition of peers (no peer computes {}); only ours measured",
+                         layer.name, gemm.empty() ? "the product" : "the epilogue pass"));
+      return candidates;
+    }
+    for (const Candidate& g : gemm)
+      for (const Candidate& e : pass)
+        candidates.push_back(
+            {"composition", fmt::format("{} + {}", g.variant, e.variant), [g = g.run, e = e.run] {
+               g();
+               e();
+             }});
+    return candidates;
+  }
+
   // Phase 4 for fused attention: our attention kernels, and compositions of peers: each
   // peer's fastest variant on Q K^T (scale folded into Q), on the softmax (the peers with
   // row operators) and on S V, each stage screened here (best of 3, in order, on this
@@ -578,30 +700,8 @@ class BenchRun {
     add_module_candidates(ours, args, t, data.out, candidates);
     if (loaded_.peers.empty()) return candidates;
     const RowProblem softmax{RowOpKind::Softmax, layer.batch * t, t, 1e-5};
-    // The fastest variant of the peers' variants of one stage, or none.
-    // Per peer, its fastest variant of one stage.
-    auto fastest = [&](const char* stage, auto prepare) {
-      std::vector<Candidate> best;
-      for (auto& peer : loaded_.peers) {
-        std::vector<PeerVariant> variants;
-        try {
-          variants = prepare(*peer);
-        } catch (const std::exception& e) {
-          note(fmt::format("{} on {} ({}) T={}: {}", peer->name(), layer.name, stage, t, e.what()));
-        }
-        std::optional<Candidate> mine;
-        for (PeerVariant& v : variants) {
-          v.run();
-          double screen = 1e30;
-          for (int r = 0; r < 3; ++r) screen = std::min(screen, time_once(v.run));
-          if (o_.threads > 1) sleep_for(idle_spin_[peer->name()]);
-          if (!mine || screen < mine->screen)
-            mine = Candidate{peer->name(), fmt::format("{}[{}]", peer->name(), v.label), v.run, 0,
-                             screen};
-        }
-        if (mine) best.push_back(*mine);
-      }
-      return best;
+    auto fastest = [&](const char* stage, const PrepareStage& prepare) {
+      return fastest_per_peer(layer, t, stage, prepare);
     };
     std::vector<Candidate> qk = fastest("Q K^T", [&](Peer& peer) -> std::vector<PeerVariant> {
       GemmProblem p = layer.qk_problem(t);
@@ -747,6 +847,21 @@ class BenchRun {
     add_rows({layer.name, "", "", o_.threads, t, t, t, data.d, 0, 0,
               result_.roofline.ceiling_gflops(flops, bytes), 0,
               result_.roofline.level_for(bytes).name, "GFLOP/s"},
+             flops, best, timings);
+    auto comp = best.find("composition");
+    if (comp != best.end())
+      note(fmt::format("{} T={}: composition = {}", layer.name, t, comp->second->variant));
+  }
+
+  // A dense layer with a fused epilogue: GFLOP/s of the product against its roofline with
+  // every input and the output moved once; the composition's stages named in a note.
+  void append_rows(const WorkloadLayer& layer, int64_t t, const EpilogueData& data,
+                   const std::map<std::string, Candidate*>& best, ShapeTimings& timings) {
+    const GemmProblem& p = data.p;
+    double flops = gemm_flops(p);
+    add_rows({layer.name, "", "", o_.threads, t, p.m, p.n, p.k, 0, 0,
+              result_.roofline.ceiling_gflops(flops, data.bytes), 0,
+              result_.roofline.level_for(data.bytes).name, "GFLOP/s"},
              flops, best, timings);
     auto comp = best.find("composition");
     if (comp != best.end())

@@ -36,8 +36,12 @@ struct GemmProblem {
 //   AddLayerNorm  LayerNorm(x + residual)                            x, residual, gamma, beta
 //   Softmax       y = exp(x - max) / sum(exp(x - max)) along each row    x
 //   Gelu          y = 0.5 x (1 + erf(x / sqrt 2))                        x
-// var is the biased variance (mean of squared deviations).
-enum class RowOpKind { LayerNorm, AddLayerNorm, Softmax, Gelu };
+//   BiasGelu      y = gelu(x + bias[n])                                  x, bias[n]
+//   BiasResidual  y = x + bias[n] + residual                            x, bias[n], residual
+// var is the biased variance (mean of squared deviations). BiasGelu and BiasResidual are
+// a dense layer's epilogue as a pass of its own over the product (the peers' composition
+// that a fused epilogue is measured against).
+enum class RowOpKind { LayerNorm, AddLayerNorm, Softmax, Gelu, BiasGelu, BiasResidual };
 struct RowProblem {
   RowOpKind op = RowOpKind::LayerNorm;
   int64_t rows = 1, n = 1;

@@ -74,7 +74,7 @@ double measure_peak(int threads, schedule::Isa isa) {
   for (int rep = 0; rep < 7; ++rep)  // the best of several: clocks ramp and neighbours come and go
     best = std::min(best, timed_on_threads(threads, [&](int) {
                       sink = isa == schedule::Isa::Avx512 ? fma_chains_avx512(iterations)
-                                             : fma_chains_avx2(iterations);
+                                                          : fma_chains_avx2(iterations);
                     }));
   return threads * iterations * 12.0 * lanes * 2.0 / best * 1e-9;
 }

@@ -31,6 +31,14 @@ std::optional<RowOpKind> row_kind_of(const std::string& op) {
   return std::nullopt;
 }
 
+// The epilogues whose separate pass the peers have, by spec text.
+std::optional<RowOpKind> epilogue_pass_of(const std::string& epilogue) {
+  ops::Epilogue e = ops::parse_epilogue(epilogue);
+  if (e == ops::Epilogue::BiasGelu) return RowOpKind::BiasGelu;
+  if (e == ops::parse_epilogue("bias+residual")) return RowOpKind::BiasResidual;
+  return std::nullopt;
+}
+
 }  // namespace
 
 WorkloadLayer layer_for_operator(const std::string& name, const ops::OperatorSpec& spec) {
@@ -61,12 +69,15 @@ WorkloadLayer layer_for_operator(const std::string& name, const ops::OperatorSpe
     l.k = spec.k;
     return l;
   }
-  if (spec.epilogue != "none")
-    user_error(
-        "{}: epilogue {}: the peers compute plain products; bench measures operators "
-        "without an epilogue",
-        name, spec.epilogue);
   WorkloadLayer l;
+  if (spec.epilogue != "none") {
+    l.epilogue_pass = epilogue_pass_of(spec.epilogue);
+    if (!l.epilogue_pass || spec.op != "dense")
+      user_error(
+          "{}: epilogue {}: the peers' composition has a dense layer's bias+gelu and "
+          "bias+residual; bench measures those and operators without an epilogue",
+          name, spec.epilogue);
+  }
   l.name = name;
   l.op = spec.build();
   l.n = spec.n_is_m ? 0 : spec.n;
@@ -87,16 +98,19 @@ bool layer_computes(const WorkloadLayer& layer, const ops::OperatorSpec& spec) {
   if (layer.is_attention)
     return spec.op == "attention" && spec.batch == 1 && !spec.mask && layer.batch == spec.n &&
            layer.k == spec.k;
-  if (spec.epilogue != "none" || spec.op == "attention" || ops::is_row_operator(spec.op))
+  if (spec.op == "attention" || ops::is_row_operator(spec.op)) return false;
+  if (spec.epilogue != "none" && (spec.op != "dense" || !epilogue_pass_of(spec.epilogue)))
     return false;
   WorkloadLayer want = layer_for_operator("", spec);
-  return layer.t_in_m && layer.t_in_n == want.t_in_n && layer.t_in_k == want.t_in_k &&
-         layer.batch == want.batch && layer.n == want.n && layer.k == want.k &&
-         layer.b_layout_nk == want.b_layout_nk && layer.b_shared == want.b_shared;
+  return layer.epilogue_pass == want.epilogue_pass && layer.t_in_m && layer.t_in_n == want.t_in_n &&
+         layer.t_in_k == want.t_in_k && layer.batch == want.batch && layer.n == want.n &&
+         layer.k == want.k && layer.b_layout_nk == want.b_layout_nk &&
+         layer.b_shared == want.b_shared;
 }
 
 std::vector<std::string> workload_names() {
-  return {"bert-dense", "bert-dense-2304x768", "bert-attention", "bert-elementwise"};
+  return {"bert-dense", "bert-dense-2304x768", "bert-dense-epilogue", "bert-attention",
+          "bert-elementwise"};
 }
 
 Workload make_workload(const std::string& name, int64_t t_max) {
@@ -113,6 +127,25 @@ Workload make_workload(const std::string& name, int64_t t_max) {
       l.op = ops::dense({t}, tv, n, k);
       l.n = n;
       l.k = k;
+      w.layers.push_back(std::move(l));
+    }
+    return w;
+  }
+  if (name == "bert-dense-epilogue") {  // the layers of BERT whose epilogue is more than a bias
+    struct Layer {
+      int64_t n, k;
+      const char* epilogue;
+      RowOpKind pass;
+    };
+    for (const Layer& d : {Layer{768, 768, "bias+residual", RowOpKind::BiasResidual},
+                           Layer{3072, 768, "bias+gelu", RowOpKind::BiasGelu},
+                           Layer{768, 3072, "bias+residual", RowOpKind::BiasResidual}}) {
+      WorkloadLayer l;
+      l.name = fmt::format("bert-dense-{}x{}-{}", d.n, d.k, d.epilogue);
+      l.op = ops::dense({t}, tv, d.n, d.k, ops::parse_epilogue(d.epilogue));
+      l.n = d.n;
+      l.k = d.k;
+      l.epilogue_pass = d.pass;
       w.layers.push_back(std::move(l));
     }
     return w;

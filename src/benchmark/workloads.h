@@ -12,6 +12,7 @@
 //                   T x 768, softmax over 12 x T rows of T, GELU (erf form) on T x 3072
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,13 @@ struct WorkloadLayer {
   GemmProblem sv_problem(int64_t t) const { return GemmProblem{batch, t, k, t, false, false}; }
   // 4 T^2 D per head: the multiply-adds of Q K^T and of S V.
   double attention_flops(int64_t t) const { return 4.0 * double(batch) * double(t * t * k); }
+  // A dense layer with a fused epilogue (ops/dense.h: bias+gelu or bias+residual): its
+  // peer is the composition of problem(t) and this pass over the product's T rows of n
+  // (the peers' fastest GEMM, then oneDNN's binary add with post-ops).
+  std::optional<RowOpKind> epilogue_pass;
+  RowProblem epilogue_problem(int64_t t) const {
+    return RowProblem{*epilogue_pass, batch * t, n, 1e-5};
+  }
   bool t_in_m = true, t_in_n = false, t_in_k = false;
   int64_t batch = 1, m = 0, n = 0, k = 0;  // fixed dims (0 where T stands)
   bool b_layout_nk = true, b_shared = true;
@@ -50,7 +58,7 @@ struct Workload {
 };
 
 // The layer that computes a tuned module's operator (M = T). Throws dietcode::Error for
-// an operator the peers cannot compute (an epilogue).
+// an operator the peers cannot compute (an epilogue other than bias+gelu, bias+residual).
 WorkloadLayer layer_for_operator(const std::string& name, const ops::OperatorSpec& spec);
 // True if the layer computes the same problem as the operator at every T.
 bool layer_computes(const WorkloadLayer& layer, const ops::OperatorSpec& spec);

@@ -6,6 +6,7 @@
 
 #include "benchmark/harness.h"
 #include "benchmark/report.h"
+#include "benchmark/workloads.h"
 #include "report/tuning_report.h"
 #include "support/error.h"
 #include "tune/machine.h"
@@ -94,8 +95,8 @@ TunedOperator tune_operator(const TuneWorkloadOptions& o, const tune::WorkloadSp
 }
 
 // The modules against the vendor libraries, each on its own operator, at the bench_m
-// lengths it declares. Modules with an epilogue are left out: the peers compute plain
-// products. Empty when nothing is left to measure.
+// lengths it declares. Modules with an epilogue the peers' composition lacks (anything but
+// bias+gelu and bias+residual) are left out. Empty when nothing is left to measure.
 std::optional<bench::BenchResult> bench_modules(const TuneWorkloadOptions& o,
                                                 const std::vector<TunedOperator>& tuned) {
   bench::BenchOptions b;
@@ -115,11 +116,10 @@ std::optional<bench::BenchResult> bench_modules(const TuneWorkloadOptions& o,
           op.name, spec.op.op, spec.op.op == "attention" ? "bert-attention" : "bert-elementwise");
       continue;
     }
-    if (spec.op.epilogue != "none") {
-      fmt::print(
-          "note: {} has epilogue {}; the vendor libraries compute plain products, so it "
-          "is not benchmarked\n",
-          op.name, spec.op.epilogue);
+    try {
+      bench::layer_for_operator(op.name, spec.op);
+    } catch (const Error& e) {
+      fmt::print("note: {} is not benchmarked: {}\n", op.name, e.what());
       continue;
     }
     b.modules.push_back({op.name, spec});

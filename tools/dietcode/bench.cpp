@@ -51,10 +51,12 @@ void register_bench(CLI::App& app, Action& action) {
   CLI::App* cmd =
       app.add_subcommand("bench", "measure generated kernels against the vendor libraries");
   CLI::Option* workload =
-      cmd->add_option("--workload", o->job.options.workload,
-                      "bert-dense, bert-attention, bert-elementwise, or modules (one table per "
-                      "operator of the "
-                      "modules, side by side; the default when --module is given)")
+      cmd->add_option(
+             "--workload", o->job.options.workload,
+             "bert-dense, bert-dense-epilogue, bert-attention, bert-elementwise, or modules "
+             "(one table per "
+             "operator of the "
+             "modules, side by side; the default when --module is given)")
           ->capture_default_str();
   cmd->add_option("--M", o->m, "sequence lengths: '1,17,127', '1..128' or both")
       ->capture_default_str();

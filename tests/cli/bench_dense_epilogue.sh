@@ -1,0 +1,42 @@
+#!/bin/bash
+# dietcode bench with fused epilogues: the bert-dense-epilogue workload has our rows for
+# every layer and T and, when the oneDNN plugin was built, the composition of the peers'
+# GEMM and oneDNN's epilogue pass (each checked against float64 by the harness: a wrong
+# result would be excluded, and its row missing here); a module tuned with an epilogue
+# is measured through its dispatcher against the same composition.
+# Usage: bench_dense_epilogue.sh DIETCODE PEERS_DIR DATA_DIR
+set -euo pipefail
+tool=$1
+peers_dir=$2
+data=$3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+onednn=0
+[ -f "$peers_dir/libdietcode_peer_onednn.so" ] && onednn=1
+expect_rows() {  # expect_rows CSV LAYER IMPL COUNT
+  local n
+  n=$(grep -c "^$2,$3,1,.*,GFLOP/s$" "$1" || true)
+  [ "$n" = "$4" ] || { echo "FAIL: $n $3 rows for $2, expected $4"; cat "$1"; exit 1; }
+}
+"$tool" bench --workload bert-dense-epilogue --M 1,17 --kernels "$data/one_kernel.txt" \
+  --seconds 0.001 --quiet --peers-dir "$peers_dir" --csv "$dir/bench.csv" > "$dir/table.txt"
+head -1 "$dir/bench.csv"
+for layer in bert-dense-768x768-bias+residual bert-dense-3072x768-bias+gelu \
+  bert-dense-768x3072-bias+residual; do
+  expect_rows "$dir/bench.csv" "$layer" dietcode 2
+  [ $onednn = 1 ] && expect_rows "$dir/bench.csv" "$layer" composition 2
+done
+"$tool" tune --op dense --N 96 --K 64 --M 1..16 --epilogue bias+residual --trials 16 \
+  --out "$dir/tuned.module.json" 2> "$dir/tune.log" > /dev/null
+module=$dir/tuned.module.json
+"$tool" bench --module "$module" --M 1,5,16 --seconds 0.001 --quiet --peers-dir "$peers_dir" \
+  --csv "$dir/module.csv" > "$dir/module.txt"
+layer=$(sed -n 2p "$dir/module.csv" | cut -d, -f1)
+expect_rows "$dir/module.csv" "$layer" dietcode 3
+[ $onednn = 1 ] && expect_rows "$dir/module.csv" "$layer" composition 3
+if grep -q "WRONG RESULT" "$dir/table.txt" "$dir/module.txt"; then
+  echo "FAIL: a wrong result"
+  cat "$dir/table.txt" "$dir/module.txt"
+  exit 1
+fi
+echo "bert-dense-epilogue and a tuned bias+residual module: our rows and the composition's present"
