@@ -2,7 +2,8 @@
 // constant weights reordered once into the layout the primitive prefers; and the row
 // operators: layer_normalization (scale and shift), binary add then layer_normalization,
 // softmax, eltwise gelu_erf, and a dense layer's epilogue as one binary add with post-ops
-// (bias then gelu_erf; residual then the bias).
+// (bias then gelu_erf; residual then the bias); and a dense layer with that epilogue fused
+// into matmul or inner_product (bias argument, gelu_erf or binary add post-op).
 #include <omp.h>
 
 #include <dnnl.hpp>
@@ -164,6 +165,58 @@ class OnednnPeer final : public Peer {
     return variants;
   }
 
+  std::vector<PeerVariant> prepare_fused(const GemmProblem& p, RowOpKind epilogue, const float* a,
+                                         const float* b, const std::vector<const float*>& in,
+                                         float* c) override {
+    check_problem(p);
+    if (p.batch != 1 || !p.b_shared ||
+        (epilogue != RowOpKind::BiasGelu && epilogue != RowOpKind::BiasResidual))
+      return {};
+    if (threads_ > 0) omp_set_num_threads(threads_);
+    const memory::dim rows = p.m, n = p.n, k = p.k;
+    const memory::desc src{{rows, k}, memory::data_type::f32, tag::ab};
+    const memory::desc dst{{rows, n}, memory::data_type::f32, tag::ab};
+    const memory::desc bias{{1, n}, memory::data_type::f32, tag::ab};
+    dnnl::post_ops po;
+    Args extra{{DNNL_ARG_BIAS, memory(bias, engine_, const_cast<float*>(in[0]))}};
+    if (epilogue == RowOpKind::BiasGelu) {
+      po.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
+    } else {
+      po.append_binary(dnnl::algorithm::binary_add, dst);
+      extra[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
+          memory(dst, engine_, const_cast<float*>(in[1]));
+    }
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po);
+    std::vector<PeerVariant> variants;
+    try {
+      {
+        Stopwatch watch;
+        const memory::desc wei{{k, n}, memory::data_type::f32, p.b_layout_nk ? tag::ba : tag::ab};
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weights_request(p, wei), bias, dst),
+                                        attr, engine_);
+        variants.push_back(finish("matmul+post-ops", dnnl::matmul(pd), pd.weights_desc(), src, wei,
+                                  dst, a, b, c, watch, extra));
+      }
+      {
+        Stopwatch watch;
+        const memory::desc wei{{n, k}, memory::data_type::f32, p.b_layout_nk ? tag::oi : tag::io};
+        const memory::desc bias_n{{n}, memory::data_type::f32, tag::a};
+        Args ip_extra = extra;
+        ip_extra[DNNL_ARG_BIAS] = memory(bias_n, engine_, const_cast<float*>(in[0]));
+        dnnl::inner_product_forward::primitive_desc pd(
+            dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference, src,
+                                              weights_request(p, wei), bias_n, dst),
+            attr, engine_);
+        variants.push_back(finish("inner_product+post-ops", dnnl::inner_product_forward(pd),
+                                  pd.weights_desc(), src, wei, dst, a, b, c, watch, ip_extra));
+      }
+    } catch (const dnnl::error& e) {
+      throw std::runtime_error(std::string("oneDNN: ") + e.what());
+    }
+    return variants;
+  }
+
  private:
   using Args = std::unordered_map<int, memory>;
 
@@ -205,7 +258,8 @@ class OnednnPeer final : public Peer {
 
   PeerVariant finish(const std::string& label, dnnl::primitive prim, const memory::desc& prim_wei,
                      const memory::desc& src, const memory::desc& wei, const memory::desc& dst,
-                     const float* a, const float* b, float* c, const Stopwatch& watch) {
+                     const float* a, const float* b, float* c, const Stopwatch& watch,
+                     const Args& extra = {}) {
     memory user_wei(wei, engine_, const_cast<float*>(b));
     memory wei_mem = user_wei;
     if (prim_wei != wei) {
@@ -216,6 +270,7 @@ class OnednnPeer final : public Peer {
     Args args{{DNNL_ARG_SRC, memory(src, engine_, const_cast<float*>(a))},
               {DNNL_ARG_WEIGHTS, wei_mem},
               {DNNL_ARG_DST, memory(dst, engine_, c)}};
+    args.insert(extra.begin(), extra.end());
     auto run = [prim, args, stream = stream_, threads = threads_]() mutable {
       // omp_set_num_threads binds to the calling thread; the harness may time on another.
       if (threads > 0) omp_set_num_threads(threads);

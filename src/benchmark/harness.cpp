@@ -617,7 +617,8 @@ class BenchRun {
   }
 
   // Phase 4 for a dense layer with a fused epilogue: our kernels and modules (weights
-  // packed for this shape), and compositions of peers: each peer's fastest GEMM into a
+  // packed for this shape), the peers that fuse such an epilogue themselves (oneDNN's
+  // matmul with post-ops), and compositions of peers: each peer's fastest GEMM into a
   // buffer of its own, then each peer's fastest epilogue pass (oneDNN's binary add with
   // post-ops) from it into the output; every combination a variant of "composition".
   std::vector<Candidate> bind_epilogue_candidates(const WorkloadLayer& layer, OurCandidates& ours,
@@ -647,6 +648,18 @@ class BenchRun {
            [module, packed, args, t, &data] {
              module->run({t}, args, {data.out.data(), int64_t(data.out.size())}, packed);
            }});
+    }
+    // Peers that fuse the epilogue themselves (oneDNN's post-ops), under their own names.
+    for (auto& peer : loaded_.peers) {
+      try {
+        std::vector<const float*> in;
+        for (size_t i = 2; i < data.inputs.size(); ++i) in.push_back(data.inputs[i].data());
+        for (PeerVariant& v : peer->prepare_fused(data.p, data.pass.op, data.inputs[0].data(),
+                                                  data.inputs[1].data(), in, data.out.data()))
+          candidates.push_back({peer->name(), v.label, v.run});
+      } catch (const std::exception& e) {
+        note(fmt::format("{} on {} (fused) T={}: {}", peer->name(), layer.name, t, e.what()));
+      }
     }
     if (loaded_.peers.empty()) return candidates;
     std::vector<Candidate> gemm =

@@ -85,6 +85,18 @@ class Peer {
     (void)p, (void)inputs, (void)out;
     return {};
   }
+
+  // A dense layer with its epilogue fused into the product (oneDNN's post-ops), where the
+  // library has that: c = epilogue(a * op(b)) for a plain dense problem (batch 1, shared
+  // B), `epilogue` BiasGelu or BiasResidual with `inputs` its operands after the product
+  // (bias, then the residual). Optional: none by default.
+  virtual std::vector<PeerVariant> prepare_fused(const GemmProblem& p, RowOpKind epilogue,
+                                                 const float* a, const float* b,
+                                                 const std::vector<const float*>& inputs,
+                                                 float* c) {
+    (void)p, (void)epilogue, (void)a, (void)b, (void)inputs, (void)c;
+    return {};
+  }
 };
 
 // Each plugin exports this symbol.

@@ -1,7 +1,7 @@
 #!/bin/bash
 # dietcode bench with fused epilogues: the bert-dense-epilogue workload has our rows for
-# every layer and T and, when the oneDNN plugin was built, the composition of the peers'
-# GEMM and oneDNN's epilogue pass (each checked against float64 by the harness: a wrong
+# every layer and T and, when the oneDNN plugin was built, oneDNN's own fused layer
+# (post-ops) and the composition of the peers' GEMM and oneDNN's epilogue pass (each checked against float64 by the harness: a wrong
 # result would be excluded, and its row missing here); a module tuned with an epilogue
 # is measured through its dispatcher against the same composition.
 # Usage: bench_dense_epilogue.sh DIETCODE PEERS_DIR DATA_DIR
@@ -24,7 +24,10 @@ head -1 "$dir/bench.csv"
 for layer in bert-dense-768x768-bias+residual bert-dense-3072x768-bias+gelu \
   bert-dense-768x3072-bias+residual; do
   expect_rows "$dir/bench.csv" "$layer" dietcode 2
-  [ $onednn = 1 ] && expect_rows "$dir/bench.csv" "$layer" composition 2
+  if [ $onednn = 1 ]; then
+    expect_rows "$dir/bench.csv" "$layer" composition 2
+    expect_rows "$dir/bench.csv" "$layer" onednn 2  # oneDNN's matmul with post-ops
+  fi
 done
 "$tool" tune --op dense --N 96 --K 64 --M 1..16 --epilogue bias+residual --trials 16 \
   --out "$dir/tuned.module.json" 2> "$dir/tune.log" > /dev/null
