@@ -16,12 +16,14 @@ namespace dietcode::tune {
 
 namespace {
 
-WorkloadOperator dense_layer(const std::string& name, int64_t n, int64_t k) {
+WorkloadOperator dense_layer(const std::string& name, int64_t n, int64_t k,
+                             const std::string& epilogue = "none") {
   WorkloadOperator o;
   o.name = name;
   o.op.op = "dense";
   o.op.n = n;
   o.op.k = k;
+  o.op.epilogue = epilogue;
   o.op.m_min = 1;
   o.op.m_max = 128;
   return o;
@@ -115,7 +117,7 @@ class KeyLine {
 }  // namespace
 
 std::vector<std::string> workload_presets() {
-  return {"bert-base-dense", "bert-dense-2304x768"};
+  return {"bert-base-dense", "bert-dense-2304x768", "bert-base-epilogue"};
 }
 
 WorkloadSpec preset_workload(const std::string& name) {
@@ -124,6 +126,11 @@ WorkloadSpec preset_workload(const std::string& name) {
             {dense_layer("qkv-2304x768", 2304, 768), dense_layer("out-768x768", 768, 768),
              dense_layer("ffn1-3072x768", 3072, 768), dense_layer("ffn2-768x3072", 768, 3072)}};
   if (name == "bert-dense-2304x768") return {name, {dense_layer("qkv-2304x768", 2304, 768)}};
+  if (name == "bert-base-epilogue")  // the dense layers whose epilogue is more than a bias
+    return {name,
+            {dense_layer("out-768x768-bias+residual", 768, 768, "bias+residual"),
+             dense_layer("ffn1-3072x768-bias+gelu", 3072, 768, "bias+gelu"),
+             dense_layer("ffn2-768x3072-bias+residual", 768, 3072, "bias+residual")}};
   std::string known;
   for (const std::string& p : workload_presets()) known += (known.empty() ? "" : ", ") + p;
   user_error("unknown preset workload '{}'; expected one of: {} (or a spec file ending in .json)",
