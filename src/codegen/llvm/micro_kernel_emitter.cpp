@@ -3,9 +3,10 @@
 // The k-loop keeps MR * NR/W accumulators in SSA values (phi nodes), so they live
 // in vector registers; each k-step is NR/W vector loads of B, MR scalar broadcasts
 // of A and MR * NR/W FMAs, unrolled unroll_k times, with no branches and no bounds
-// checks. Edge tiles (m_valid < MR or n_valid < NR) run the same loop against a
-// small on-stack tile that is copied in and out, so only edges pay for masking. B read
-// in place (no panel) gets a second k-loop for edge column blocks whose loads are
+// checks (a small tile keeps several copies of its accumulators in the unrolled loop, so
+// that its FMAs do not wait on each other's latency). Edge tiles (m_valid < MR or n_valid < NR) run
+// the same loop against a small on-stack tile that is copied in and out, so only edges pay for
+// masking. B read in place (no panel) gets a second k-loop for edge column blocks whose loads are
 // masked (llvm.masked.load) so that no lane past the tensor's end is touched.
 #include <llvm/IR/Intrinsics.h>
 
@@ -144,9 +145,16 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
       for (int64_t v = 0; v < V; ++v) acc[i][v] = b.CreateCall(fma, {splat, bv[v], acc[i][v]});
     }
   };
-  // A k-loop over [begin, end) in steps of `unroll`, carrying the accumulators.
+  // A k-loop over [begin, end) in steps of `unroll`, carrying the accumulators. With few
+  // accumulator registers (MR * NR/W below the FMAs in flight that hide FMA latency) one
+  // chain per register would wait on each FMA's result; the loop then carries `copies`
+  // independent copies of the tile (k-step u updates copy u % copies; copy 0 starts from
+  // acc_in, the others from zero) and adds them on exit.
+  constexpr int64_t kFmasInFlight = 8;
   auto k_loop = [&](llvm::Value* begin, llvm::Value* end, int64_t unroll, Tile acc_in,
                     const char* name) {
+    const int64_t copies =
+        std::min(unroll, std::max<int64_t>(1, (kFmasInFlight + MR * V - 1) / (MR * V)));
     llvm::BasicBlock* pre = b.GetInsertBlock();
     llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx, std::string(name) + ".header", fn);
     llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx, std::string(name) + ".body", fn);
@@ -155,25 +163,32 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
     b.SetInsertPoint(header);
     llvm::PHINode* k = b.CreatePHI(i64, 2, "k");
     k->addIncoming(begin, pre);
-    Tile phis(MR, std::vector<llvm::Value*>(V));
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t v = 0; v < V; ++v) {
-        llvm::PHINode* p = b.CreatePHI(vt, 2);
-        p->addIncoming(acc_in[i][v], pre);
-        phis[i][v] = p;
-      }
+    std::vector<Tile> phis(copies, Tile(MR, std::vector<llvm::Value*>(V)));
+    for (int64_t c = 0; c < copies; ++c)
+      for (int64_t i = 0; i < MR; ++i)
+        for (int64_t v = 0; v < V; ++v) {
+          llvm::PHINode* p = b.CreatePHI(vt, 2);
+          p->addIncoming(c == 0 ? acc_in[i][v] : llvm::Constant::getNullValue(vt), pre);
+          phis[c][i][v] = p;
+        }
     b.CreateCondBr(b.CreateICmpSLT(k, end), body, exit);
     b.SetInsertPoint(body);
-    Tile acc = phis;
-    for (int64_t u = 0; u < unroll; ++u) k_step(b.CreateAdd(k, imm(u), "", false, true), acc);
+    std::vector<Tile> acc = phis;
+    for (int64_t u = 0; u < unroll; ++u)
+      k_step(b.CreateAdd(k, imm(u), "", false, true), acc[u % copies]);
     llvm::BasicBlock* latch = b.GetInsertBlock();
     k->addIncoming(b.CreateAdd(k, imm(unroll), "", false, true), latch);
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t v = 0; v < V; ++v)
-        llvm::cast<llvm::PHINode>(phis[i][v])->addIncoming(acc[i][v], latch);
+    for (int64_t c = 0; c < copies; ++c)
+      for (int64_t i = 0; i < MR; ++i)
+        for (int64_t v = 0; v < V; ++v)
+          llvm::cast<llvm::PHINode>(phis[c][i][v])->addIncoming(acc[c][i][v], latch);
     b.CreateBr(header);
     b.SetInsertPoint(exit);
-    return phis;  // the header's values are live on exit
+    Tile sum = phis[0];  // the header's values are live on exit
+    for (int64_t c = 1; c < copies; ++c)
+      for (int64_t i = 0; i < MR; ++i)
+        for (int64_t v = 0; v < V; ++v) sum[i][v] = b.CreateFAdd(sum[i][v], phis[c][i][v]);
+    return sum;
   };
   llvm::Value* k_main = b.CreateMul(b.CreateSDiv(k_extent, imm(mk.unroll_k)), imm(mk.unroll_k));
   auto k_loops = [&](Tile acc) {
