@@ -31,12 +31,13 @@ uint64_t layout_id(uint64_t digest, int64_t packed_elements) {
   return (digest ^ static_cast<uint64_t>(packed_elements)) * 1099511628211ULL;
 }
 
+// `suffix` follows the buffer's name in messages (" (pre-packed)").
 void check_tensor(const te::Operator& op, const std::string& name, const float* data,
-                  int64_t elements, int64_t expected) {
-  if (!data) user_error("operator {}: buffer {} is a null pointer", op.name, name);
+                  int64_t elements, int64_t expected, const char* suffix = "") {
+  if (!data) user_error("operator {}: buffer {}{} is a null pointer", op.name, name, suffix);
   if (elements != expected)
-    user_error("operator {}: buffer {} has {} elements, expected {} for this shape", op.name, name,
-               elements, expected);
+    user_error("operator {}: buffer {}{} has {} elements, expected {} for this shape", op.name,
+               name, suffix, elements, expected);
 }
 
 // Generated code calls the runtime's C ABI (abi.h); the JIT is told where it lives here,
@@ -99,12 +100,15 @@ Kernel Kernel::build(const te::Operator& op, Schedule s, schedule::Isa isa, uint
   k.op_ = op;
   k.schedule_ = std::move(s);
   k.schedule_digest_ = digest;  // computed once: runs are too short to hash on every call
+  std::vector<ir::Var> vars;
+  for (const te::ShapeVar& v : k.op_.shape_vars) vars.push_back(v.var);
   for (const te::Input& in : k.op_.inputs)
-    k.buffer_elements_.push_back(ir::element_count(in.tensor));
-  k.buffer_elements_.push_back(ir::element_count(k.op_.compute.output));
+    k.buffer_elements_.emplace_back(ir::element_count(in.tensor), vars);
+  k.buffer_elements_.emplace_back(ir::element_count(k.op_.compute.output), vars);
   k.lowered_ = lower([&](const std::string& pass, const std::string& ir) {
     k.pass_log_ += "// ---- after " + pass + "\n" + ir;
   });
+  if (k.lowered_.prepacked_b) k.packed_elements_ = ir::IntProgram(k.lowered_.packed_b_size, vars);
   register_runtime_abi();
   k.code_ = codegen::jit_compile(k.lowered_);
   k.compile_seconds_ =
@@ -132,41 +136,47 @@ const schedule::AttentionSchedule& Kernel::attention_schedule() const {
 
 void Kernel::run(const std::vector<int64_t>& shape, const std::vector<ConstTensor>& inputs,
                  MutableTensor output, const RunOptions& options) const {
-  ir::Bindings bindings = op_.bind(shape, options.strict_ranges);
-  std::vector<int64_t> sizes;
-  sizes.reserve(buffer_elements_.size());
-  for (const ir::Expr& e : buffer_elements_) sizes.push_back(ir::evaluate_int(e, bindings));
+  op_.check_shape(shape, options.strict_ranges);
   if (inputs.size() != op_.inputs.size())
     user_error("operator {}: got {} input buffers, expected {}", op_.name, inputs.size(),
                op_.inputs.size());
-  std::vector<float*> pointers;
+  // Small operators (all of this library's) check and pass their buffers without
+  // allocating; a call is as short as a few hundred nanoseconds at T = 1.
+  constexpr size_t kInline = 16;
+  const size_t count = inputs.size() + 1;
+  float* inline_pointers[kInline];
+  std::vector<float*> heap_pointers(count > kInline ? count : 0);
+  float** pointers = count > kInline ? heap_pointers.data() : inline_pointers;
   for (size_t i = 0; i < inputs.size(); ++i) {
     bool packed = needs_prepack() && static_cast<int>(i) == prepacked_input();
     if (!packed) {
-      check_tensor(op_, op_.inputs[i].tensor.name(), inputs[i].data, inputs[i].elements, sizes[i]);
-      pointers.push_back(const_cast<float*>(inputs[i].data));  // generated code only reads inputs
+      check_tensor(op_, op_.inputs[i].tensor.name(), inputs[i].data, inputs[i].elements,
+                   buffer_elements_[i](shape.data()));
+      pointers[i] = const_cast<float*>(inputs[i].data);  // generated code only reads inputs
       continue;
     }
-    int64_t payload = ir::evaluate_int(lowered_.packed_b_size, bindings);
-    const std::string name = op_.inputs[i].tensor.name() + " (pre-packed)";
-    check_tensor(op_, name, inputs[i].data, inputs[i].elements, payload + kHeaderFloats);
+    int64_t payload = packed_elements_(shape.data());
+    const std::string& name = op_.inputs[i].tensor.name();
+    check_tensor(op_, name, inputs[i].data, inputs[i].elements, payload + kHeaderFloats,
+                 " (pre-packed)");
     PackedHeader header;
     std::memcpy(&header, inputs[i].data, sizeof header);
     if (header.magic != kPackedMagic)
       user_error(
-          "operator {}: buffer {} does not hold pre-packed weights; pass what Kernel::prepack "
-          "returned",
+          "operator {}: buffer {} (pre-packed) does not hold pre-packed weights; pass what "
+          "Kernel::prepack returned",
           op_.name, name);
     if (header.layout != layout_id(schedule_digest_, payload))
       user_error(
-          "operator {}: buffer {} was packed for another micro-kernel or shape; pack it with this "
-          "kernel's prepack()",
+          "operator {}: buffer {} (pre-packed) was packed for another micro-kernel or shape; "
+          "pack it with this kernel's prepack()",
           op_.name, name);
-    pointers.push_back(const_cast<float*>(inputs[i].data) + kHeaderFloats);
+    pointers[i] = const_cast<float*>(inputs[i].data) + kHeaderFloats;
   }
-  check_tensor(op_, op_.compute.output.name(), output.data, output.elements, sizes.back());
-  pointers.push_back(output.data);
-  code_->compute()(shape.data(), pointers.data());
+  check_tensor(op_, op_.compute.output.name(), output.data, output.elements,
+               buffer_elements_.back()(shape.data()));
+  pointers[inputs.size()] = output.data;
+  code_->compute()(shape.data(), pointers);
 }
 
 int64_t Kernel::packed_size(const std::vector<int64_t>& shape) const {

@@ -100,9 +100,11 @@ class Kernel {
   te::Operator op_;
   Schedule schedule_;
   uint64_t schedule_digest_ = 0;  // identifies the packed layout in pre-packed buffers
-  // Element counts of the inputs and the output as expressions of the shape, built once:
-  // building them per run allocated IR nodes on every call, a cost tiny shapes noticed.
-  std::vector<ir::Expr> buffer_elements_;
+  // Element counts of the inputs and the output, and the pre-packed payload, as programs
+  // of the shape compiled once: a tree walk with hash lookups per call cost as much as a
+  // small kernel (Q K^T at T = 1).
+  std::vector<ir::IntProgram> buffer_elements_;
+  ir::IntProgram packed_elements_;
   lower::LoweredKernel lowered_;
   std::string pass_log_;
   std::unique_ptr<codegen::JitCode> code_;

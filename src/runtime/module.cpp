@@ -43,7 +43,10 @@ void Module::run(const std::vector<int64_t>& shape, const std::vector<ConstTenso
         "operator {}: kernel {} of this module reads pre-packed weights: call Module::prepack "
         "once and pass the result to run",
         op_.name, i);
-  std::vector<ConstTensor> args = inputs;
+  // The caller's inputs with the packed weights in place of W, in a per-thread buffer
+  // reused from call to call (no allocation on the per-call path).
+  thread_local std::vector<ConstTensor> args;
+  args.assign(inputs.begin(), inputs.end());
   int w = k.prepacked_input();
   if (w < 0 || w >= int(args.size()))
     user_error("operator {}: {} inputs given, expected {}", op_.name, args.size(),

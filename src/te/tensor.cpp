@@ -36,11 +36,10 @@ ComputeOp compute(const std::string& name, std::vector<ir::Expr> shape,
   return ComputeOp{ir::Buffer(name, std::move(shape)), std::move(axes), std::move(value)};
 }
 
-ir::Bindings Operator::bind(const std::vector<int64_t>& shape, bool strict) const {
+void Operator::check_shape(const std::vector<int64_t>& shape, bool strict) const {
   if (shape.size() != shape_vars.size())
     user_error("operator {}: got {} shape values, expected {} (one per shape variable)", name,
                shape.size(), shape_vars.size());
-  ir::Bindings bindings;
   for (size_t i = 0; i < shape.size(); ++i) {
     const ShapeVar& v = shape_vars[i];
     if (shape[i] < 1)
@@ -51,8 +50,13 @@ ir::Bindings Operator::bind(const std::vector<int64_t>& shape, bool strict) cons
           "operator {}: {} = {} is outside its declared range [{}, {}] (strict ranges "
           "requested)",
           name, v.var.name(), shape[i], v.min, v.max);
-    bindings[v.var.get()] = shape[i];
   }
+}
+
+ir::Bindings Operator::bind(const std::vector<int64_t>& shape, bool strict) const {
+  check_shape(shape, strict);
+  ir::Bindings bindings;
+  for (size_t i = 0; i < shape.size(); ++i) bindings[shape_vars[i].var.get()] = shape[i];
   return bindings;
 }
 

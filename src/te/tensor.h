@@ -80,6 +80,8 @@ struct Operator {
   // Values for the shape variables, in order. Throws dietcode::Error when the count
   // is wrong, a value is < 1, or (with strict) a value is outside its declared range.
   ir::Bindings bind(const std::vector<int64_t>& shape, bool strict = false) const;
+  // The same checks without building the bindings (a kernel's per-call path).
+  void check_shape(const std::vector<int64_t>& shape, bool strict = false) const;
   // Element counts of every input and of the output, for the given shape.
   std::vector<int64_t> buffer_sizes(const ir::Bindings& bindings) const;
   // One line per tensor and the compute definition.

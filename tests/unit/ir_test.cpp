@@ -50,6 +50,29 @@ TEST(Expr, EvaluateMatchesFloorDivision) {
   EXPECT_EQ(evaluate_int((Expr(0) - m) / 4, b), -5);
 }
 
+// The compiled form of an integer expression (the runtime's per-call buffer sizes) agrees
+// with the tree walk, selects and floor division included, over many values.
+TEST(Expr, CompiledIntProgramMatchesEvaluate) {
+  Var m("M"), t("T");
+  std::vector<Expr> exprs{
+      Expr(12) * m * 64,
+      Expr(12) * m * t,
+      ceil_div(m, 4) * 4 * (Expr(t) % 3) + 1,
+      (Expr(0) - m) / 4 - min(Expr(m), Expr(t)) + max(Expr(m) - 7, Expr(2)),
+      select(Expr(m) < Expr(t), Expr(m) * 2, Expr(t) - 5),
+      select(eq(Expr(m) % 2, 0), select(Expr(t) < Expr(10), Expr(1), Expr(2)), Expr(m) / Expr(t))};
+  for (const Expr& e : exprs) {
+    IntProgram program(e, {m, t});
+    for (int64_t mv : {1, 2, 7, 16, 129})
+      for (int64_t tv : {1, 3, 10, 64}) {
+        const int64_t values[] = {mv, tv};
+        EXPECT_EQ(program(values), evaluate_int(e, {{m.get(), mv}, {t.get(), tv}}))
+            << to_string(e) << " at M=" << mv << " T=" << tv;
+      }
+  }
+  EXPECT_THROW(IntProgram(Expr(m) + Var("other"), {m}), dietcode::InternalError);
+}
+
 TEST(Affine, FindsStridesOfRowMajorAccess) {
   Var m("m"), k("k"), K("K");
   Buffer x("X", {Expr(100), Expr(K)});
