@@ -4,7 +4,8 @@
 // 8 vectors along the panel's row direction. A scalar copy, as insert_packing would
 // emit, costs two memory operations per element and dominated small attention products.
 // Rows past row_limit are zeroed by a lane select (local padding); the k tail
-// (k_extent % 8) is gathered one vector per k.
+// (k_extent % 8) is gathered one vector per k. A group with at most one valid row (T = 1)
+// skips the transpose: one scalar load and one zero-extended vector store per k.
 #include "codegen/llvm/codegen_llvm.h"
 
 namespace dietcode::codegen {
@@ -68,6 +69,33 @@ void emit_transposing_pack(FunctionEmitter& fe, const PackStageNode& p) {
               auto dst_at = [&](llvm::Value* k, int64_t lane) {
                 return gep(dst, b.CreateAdd(b.CreateMul(k, width), imm(lane)));
               };
+              // A group with one valid row (T = 1, or the last row of an edge) or none
+              // needs no transpose: one scalar, zero-extended to a vector, per k.
+              llvm::Value* valid_rows = b.CreateSub(row_limit, r0);
+              llvm::Function* fn = b.GetInsertBlock()->getParent();
+              llvm::BasicBlock* narrow =
+                  llvm::BasicBlock::Create(b.getContext(), "pack.narrow", fn);
+              llvm::BasicBlock* wide = llvm::BasicBlock::Create(b.getContext(), "pack.wide", fn);
+              llvm::BasicBlock* done = llvm::BasicBlock::Create(b.getContext(), "pack.done", fn);
+              b.CreateCondBr(b.CreateICmpSLE(valid_rows, imm(1)), narrow, wide);
+              b.SetInsertPoint(narrow);
+              {
+                llvm::Value* one = b.CreateICmpEQ(valid_rows, imm(1));
+                llvm::Value* row =
+                    source_row(b.CreateSelect(one, r0, b.CreateSub(row_limit, imm(1))));
+                llvm::Value* zero = llvm::Constant::getNullValue(vt);
+                fe.emit_loop(
+                    imm(0), k_extent,
+                    [&](llvm::Value* k) {
+                      llvm::Value* x = b.CreateAlignedLoad(f32, gep(row, k), elem_align);
+                      x = b.CreateSelect(one, x, llvm::ConstantFP::get(f32, 0.0));
+                      b.CreateAlignedStore(b.CreateInsertElement(zero, x, b.getInt64(0)),
+                                           dst_at(k, 0), elem_align);
+                    },
+                    "pack.k1");
+              }
+              b.CreateBr(done);
+              b.SetInsertPoint(wide);
               // Rows at or past row_limit read the last valid row (a safe address) and
               // are zeroed by a lane select after the transpose.
               std::vector<llvm::Value*> rows;
@@ -115,6 +143,8 @@ void emit_transposing_pack(FunctionEmitter& fe, const PackStageNode& p) {
                     b.CreateAlignedStore(b.CreateSelect(valid, x, zero), dst_at(k, 0), elem_align);
                   },
                   "pack.kt");
+              b.CreateBr(done);
+              b.SetInsertPoint(done);
             },
             "pack.group");
       },
