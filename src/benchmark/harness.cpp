@@ -493,6 +493,34 @@ class BenchRun {
     append_rows(layer, t, data, best, timings);
   }
 
+  // Our kernels and modules of a contraction on `args` (the operator's inputs in order,
+  // B second): weights packed for this shape where the kernel pre-packs them.
+  void add_contraction_candidates(OurCandidates& ours, const std::vector<runtime::ConstTensor>& args,
+                                  int64_t t, std::vector<float>& out,
+                                  std::vector<Candidate>& candidates) {
+    for (OurKernel& k : ours.kernels) {
+      std::vector<runtime::ConstTensor> mine = args;
+      if (k.kernel.needs_prepack()) {
+        k.packed = k.kernel.prepack({t}, args[1]);
+        mine[1] = {k.packed.data(), k.packed.size()};
+      }
+      runtime::Kernel* kernel = &k.kernel;
+      candidates.push_back(
+          {sweep_impl(), schedule::to_json_text(k.kernel.schedule()), [kernel, mine, t, &out] {
+             kernel->run({t}, mine, {out.data(), int64_t(out.size())});
+           }});
+    }
+    for (OurModule& m : ours.modules) {
+      m.packed = m.module.prepack({t}, args[1]);
+      const runtime::Module* module = &m.module;
+      const runtime::PackedWeights* packed = &m.packed;
+      candidates.push_back({m.impl, fmt::format("kernel {}", m.module.select({t})),
+                            [module, packed, args, t, &out] {
+                              module->run({t}, args, {out.data(), int64_t(out.size())}, packed);
+                            }});
+    }
+  }
+
   // Phase 4: every implementation bound to this shape's data: ours (weights packed for
   // it) and every variant of every peer that supports the problem. Input order of the
   // operator: A (X) then B (W), as in the GEMM view.
@@ -500,31 +528,10 @@ class BenchRun {
                                          ProblemData& data, size_t ti) {
     const int64_t t = o_.t_values[ti];
     std::vector<Candidate> candidates;
-    for (OurKernel& k : ours.kernels) {
-      std::vector<runtime::ConstTensor> args{{data.a.data(), int64_t(data.a.size())},
-                                             {data.b.data(), int64_t(data.b.size())}};
-      if (k.kernel.needs_prepack()) {
-        k.packed = k.kernel.prepack({t}, args[1]);
-        args[1] = {k.packed.data(), k.packed.size()};
-      }
-      runtime::Kernel* kernel = &k.kernel;
-      candidates.push_back(
-          {sweep_impl(), schedule::to_json_text(k.kernel.schedule()), [kernel, args, t, &data] {
-             kernel->run({t}, args, {data.c.data(), int64_t(data.c.size())});
-           }});
-    }
-    for (OurModule& m : ours.modules) {
-      std::vector<runtime::ConstTensor> args{{data.a.data(), int64_t(data.a.size())},
-                                             {data.b.data(), int64_t(data.b.size())}};
-      m.packed = m.module.prepack({t}, args[1]);
-      const runtime::Module* module = &m.module;
-      const runtime::PackedWeights* packed = &m.packed;
-      candidates.push_back(
-          {m.impl, fmt::format("kernel {}", m.module.select({t})),
-           [module, packed, args, t, &data] {
-             module->run({t}, args, {data.c.data(), int64_t(data.c.size())}, packed);
-           }});
-    }
+    add_contraction_candidates(ours,
+                               {{data.a.data(), int64_t(data.a.size())},
+                                {data.b.data(), int64_t(data.b.size())}},
+                               t, data.c, candidates);
     for (auto& peer : loaded_.peers) {
       std::string why = peer->unsupported(data.p);
       if (!why.empty()) {
@@ -627,28 +634,7 @@ class BenchRun {
     std::vector<runtime::ConstTensor> args;
     for (const auto& in : data.inputs) args.push_back({in.data(), int64_t(in.size())});
     std::vector<Candidate> candidates;
-    for (OurKernel& k : ours.kernels) {
-      std::vector<runtime::ConstTensor> mine = args;
-      if (k.kernel.needs_prepack()) {
-        k.packed = k.kernel.prepack({t}, args[1]);
-        mine[1] = {k.packed.data(), k.packed.size()};
-      }
-      runtime::Kernel* kernel = &k.kernel;
-      candidates.push_back(
-          {sweep_impl(), schedule::to_json_text(k.kernel.schedule()), [kernel, mine, t, &data] {
-             kernel->run({t}, mine, {data.out.data(), int64_t(data.out.size())});
-           }});
-    }
-    for (OurModule& m : ours.modules) {
-      m.packed = m.module.prepack({t}, args[1]);
-      const runtime::Module* module = &m.module;
-      const runtime::PackedWeights* packed = &m.packed;
-      candidates.push_back(
-          {m.impl, fmt::format("kernel {}", m.module.select({t})),
-           [module, packed, args, t, &data] {
-             module->run({t}, args, {data.out.data(), int64_t(data.out.size())}, packed);
-           }});
-    }
+    add_contraction_candidates(ours, args, t, data.out, candidates);
     // Peers that fuse the epilogue themselves (oneDNN's post-ops), under their own names.
     for (auto& peer : loaded_.peers) {
       try {
