@@ -4,7 +4,7 @@
 #   cmake --build build-fuzz --target fuzz        # or: scripts/fuzz.sh [SECONDS]
 #
 # Each target feeds arbitrary bytes to one loader of a file a user may hand us (module,
-# workload spec, decision tree, tuning records) under AddressSanitizer and
+# workload spec, decision tree, tuning records, safetensors weights) under AddressSanitizer and
 # UndefinedBehaviorSanitizer. The loaders do no code generation, so the targets compile
 # only the sources they need (no LLVM, no XGBoost): the fuzz build takes a minute, not
 # the whole project's time. Off by default; the normal build never sees these lines.
@@ -36,6 +36,7 @@ add_library(dietcode_fuzz_loaders STATIC
   src/tune/workload.cpp
   src/tune/records.cpp
   src/tune/machine.cpp
+  src/model/safetensors.cpp
   fuzz/host_target_stub.cpp
 )
 target_include_directories(dietcode_fuzz_loaders PUBLIC include src)
@@ -46,7 +47,7 @@ target_link_libraries(dietcode_fuzz_loaders PUBLIC fmt::fmt nlohmann_json::nlohm
 
 # `fuzz` builds every target; scripts/fuzz.sh runs them.
 add_custom_target(fuzz)
-foreach(name module_file workload_spec decision_tree records)
+foreach(name module_file workload_spec decision_tree records safetensors)
   add_executable(fuzz_${name} fuzz/${name}_fuzzer.cpp)
   target_include_directories(fuzz_${name} PRIVATE ${CMAKE_SOURCE_DIR})
   target_compile_options(fuzz_${name} PRIVATE -fsanitize=fuzzer)

@@ -19,7 +19,7 @@ if ! [[ $seconds =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
 fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DIETCODE_FUZZ_BUILD:-$root/build-fuzz}
-targets=(module_file workload_spec decision_tree records)
+targets=(module_file workload_spec decision_tree records safetensors)
 
 for tool in clang-19 clang++-19; do
   if ! command -v "$tool" >/dev/null; then
