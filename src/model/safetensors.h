@@ -58,7 +58,8 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
 // (encoder.layer.N.attention.self.query.weight [hidden, hidden], ...), for `layers`
 // layers; and a file of such tensors drawn from a seeded generator (weights normal with
 // standard deviation 0.02, biases 0, LayerNorm gamma 1 and beta 0, as BERT initializes
-// them), the same bytes for the same arguments on every machine.
+// them), the same bytes for the same arguments wherever the C library's log, sin and cos agree (the
+// same Debian release).
 struct BertShape {
   int64_t layers = 12, hidden = 768, heads = 12, ffn = 3072;
 };

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   register_tune(app, action);
   register_show(app, action);
   register_export(app, action);
+  register_weights(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
