@@ -185,7 +185,8 @@ Stmt map_stmt(const Stmt& s, const std::function<Stmt(const Stmt&)>& f,
     }
     case StmtKind::AttentionKernel: {
       AttentionKernelNode n = *s.as<AttentionKernelNode>();
-      for (Expr* e : {&n.length, &n.qkv_offset, &n.mask_offset, &n.row_begin, &n.rows})
+      for (Expr* e : {&n.length, &n.k_offset, &n.v_offset, &n.output_offset, &n.mask_offset,
+                      &n.row_begin, &n.rows})
         if (e->defined()) *e = g(*e);
       n.pack_q = f(n.pack_q);
       return make_attention_kernel(std::move(n));

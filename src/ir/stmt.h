@@ -217,8 +217,9 @@ struct RowKernelNode : StmtNode {
 // One query tile of one (batch x head) slice of fused attention (ops/attention.h), the
 // variables naming slice and tile bound by enclosing loops: query rows
 // [row_begin, row_begin + rows) of O = softmax(scale Q K^T [+ mask]) V over all `length`
-// keys, Q, K, V and O read at `qkv_offset` (the slice's first element, rows of head_dim),
-// the mask at `mask_offset` (its row for the slice's sequence). Schedule parameters as in
+// keys. K's and V's rows start at `k_offset` and `v_offset` (the slice's first element),
+// `input_row_stride` elements apart; O's at `output_offset`, `output_row_stride` apart
+// (head_dim in the separate layout; a token's row in the packed one); the mask at `mask_offset` (its row for the slice's sequence). Schedule parameters as in
 // schedule/attention_schedule.h; query rows fill ceil(query_tile / vector_width) vectors.
 // `pack_q` packs the tile's rows of Q into `q_panel` (head_dim groups of the lanes, rows
 // past T zero): the kernel's Q^T, held on the kernel's stack.
@@ -229,7 +230,8 @@ struct AttentionKernelNode : StmtNode {
   Buffer q, k, v, mask, output;  // mask undefined when there is none
   Buffer q_panel;
   Stmt pack_q;  // a PackStage into q_panel
-  Expr length, qkv_offset, mask_offset, row_begin, rows;
+  int64_t input_row_stride = 1, output_row_stride = 1;
+  Expr length, k_offset, v_offset, output_offset, mask_offset, row_begin, rows;
   AttentionKernelNode() : StmtNode(kKind) {}
 };
 

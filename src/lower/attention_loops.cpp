@@ -27,7 +27,11 @@ Stmt build_attention_loops(const ops::AttentionOp& a, const schedule::AttentionS
     k.mask = a.mask;
     k.output = a.output;
     k.length = T;
-    k.qkv_offset = slice * T * Expr(a.head_dim);
+    k.k_offset = a.input_offset(1, slice);
+    k.v_offset = a.input_offset(2, slice);
+    k.output_offset = a.output_offset(slice);
+    k.input_row_stride = a.input_row_stride();
+    k.output_row_stride = a.output_row_stride();
     k.mask_offset = a.mask.defined() ? (slice / Expr(a.heads)) * T : Expr(0);
     k.row_begin = tile * qt;
     k.rows = min(qt, T - tile * qt);
@@ -41,7 +45,7 @@ Stmt build_attention_loops(const ops::AttentionOp& a, const schedule::AttentionS
     p.source = a.q;
     p.row = Var("qi");
     p.k = Var("qd");
-    p.source_index = {slice, p.row, p.k};
+    p.source_index = a.q_index(slice, p.row, p.k);
     p.row_begin = k.row_begin;
     p.row_extent = k.rows;
     p.row_limit = T;

@@ -10,6 +10,13 @@
 // over query rows (0 keeps a key, -inf or a large negative number hides it, as for the
 // padding of a padded batch). scale defaults to 1 / sqrt(D).
 //
+// attention_packed_qkv declares the same computation in the layout a transformer layer
+// produces and consumes: the QKV projection's output QKV[batch, T, 3 * heads * D] (each
+// token's row holds Q's heads, then K's, then V's, D values per head) and the output
+// O[batch, T, heads * D], the heads of a token side by side, which the next projection
+// reads as its [batch * T, hidden] input. Nothing is transposed: the kernel reads each
+// head's rows with a stride.
+//
 // The tensor expression is the float64 reference (reference/): the scores as a stage
 // over [batch * heads, T, T], the row maximum and the reciprocal row sum as row stages,
 // the output as a sum over keys. Compiled code never stores the scores: an
@@ -44,17 +51,36 @@ AttentionShapes attention_shapes(int64_t batch, int64_t heads, int64_t head_dim,
 te::Operator attention(int64_t t_min, int64_t t_max, int64_t heads, const AttentionShapes& shapes,
                        std::optional<double> scale = std::nullopt);
 
+// The packed layout above: inputs QKV [batch, T, 3 * heads * head_dim] and, with `mask`,
+// mask [batch, T]; output [batch, T, heads * head_dim]. Same errors as attention().
+te::Operator attention_packed_qkv(int64_t t_min, int64_t t_max, int64_t batch, int64_t heads,
+                                  int64_t head_dim, bool mask,
+                                  std::optional<double> scale = std::nullopt);
+
 // What lowering needs to know about an attention operator.
 struct AttentionOp {
   int64_t slices = 1;    // batch * heads
-  int64_t heads = 1;     // per sequence (1 when there is no mask: nothing depends on it)
+  int64_t heads = 1;     // per sequence (1 in the separate layout without a mask)
   int64_t head_dim = 1;  // D
   double scale = 1;
+  bool packed_qkv = false;           // the layout of attention_packed_qkv
   ir::Var t;                         // the sequence length
-  ir::Buffer q, k, v, mask, output;  // mask undefined when there is none
+  ir::Buffer q, k, v, mask, output;  // mask undefined; q, k, v one buffer when packed
+
+  // Row `row` of slice `slice` of Q (which = 0), K (1) or V (2) starts at element
+  // input_offset(which, slice) + row * input_row_stride() of its buffer; of the output
+  // at output_offset(slice) + row * output_row_stride(). The D values of a row are
+  // contiguous.
+  ir::Expr input_offset(int which, const ir::Expr& slice) const;
+  int64_t input_row_stride() const;
+  ir::Expr output_offset(const ir::Expr& slice) const;
+  int64_t output_row_stride() const;
+  // The index of element (row, d) of slice `slice` of Q in Q's buffer.
+  std::vector<ir::Expr> q_index(const ir::Expr& slice, const ir::Expr& row,
+                                const ir::Expr& d) const;
 };
 
-// Recognizes an operator built by attention() (checked by declaring it again from its
+// Recognizes an operator built by attention() or attention_packed_qkv() (checked by declaring it again from its
 // shapes and scale and comparing the definitions). Throws dietcode::Error otherwise.
 AttentionOp match_attention(const te::Operator& op);
 // True when match_attention would succeed.

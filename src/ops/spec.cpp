@@ -44,13 +44,15 @@ te::Operator OperatorSpec::build() const {
     if (op == "gelu") return gelu(m_min, m_max, {kM, n});
     if (op == "gelu_tanh") return gelu_tanh(m_min, m_max, {kM, n});
     if (op == "softmax") return softmax(m_min, m_max, {kM, n});
-    if (op == "layer_norm") return layer_norm(m_min, m_max, n);
-    return add_layer_norm(m_min, m_max, n);
+    if (op == "layer_norm") return layer_norm(m_min, m_max, n, eps);
+    return add_layer_norm(m_min, m_max, n, eps);
   }
   if (op == "attention") {
     if (epilogue != "none") user_error("epilogue {}: attention takes no epilogue", epilogue);
+    if (packed_qkv) return attention_packed_qkv(m_min, m_max, batch, n, k, mask);
     return attention(m_min, m_max, n, attention_shapes(batch, n, k, mask));
   }
+  if (packed_qkv) user_error("operator {}: only attention takes packed_qkv", op);
   if (mask) user_error("operator {}: only attention takes a mask", op);
   if (op == "batch_matmul") {
     if (epilogue != "none") user_error("epilogue {}: batch_matmul takes no epilogue", epilogue);
@@ -92,7 +94,9 @@ std::string OperatorSpec::describe() const {
                               k_is_m ? "M" : std::to_string(k), m_min, m_max);
   if (op == "dense") s += " epilogue=" + epilogue;
   if (op == "batch_matmul") s += fmt::format(" batch={} layout={}", batch, layout);
-  if (op == "attention") s += fmt::format(" batch={} mask={}", batch, mask);
+  if (op == "attention")
+    s += fmt::format(" batch={} mask={}{}", batch, mask, packed_qkv ? " packed_qkv" : "");
+  if (op == "layer_norm" || op == "add_layer_norm") s += fmt::format(" eps={}", eps);
   if (!instances.empty()) s += fmt::format(" ({} weighted instances)", instances.size());
   return s;
 }
@@ -113,7 +117,9 @@ nlohmann::json to_json(const OperatorSpec& s) {
   if (s.op == "attention") {
     j["batch"] = s.batch;
     j["mask"] = s.mask;
+    if (s.packed_qkv) j["packed_qkv"] = true;
   }
+  if (s.op == "layer_norm" || s.op == "add_layer_norm") j["eps"] = s.eps;
   if (!s.instances.empty()) {
     nlohmann::json inst = nlohmann::json::array();
     for (const te::WeightedInstance& i : s.instances) inst.push_back({i.value, i.weight});
@@ -173,6 +179,15 @@ OperatorSpec operator_spec_from_json(const nlohmann::json& j) {
   if (j.contains("mask")) {
     if (!j["mask"].is_boolean()) user_error("operator spec: field 'mask' must be true or false");
     s.mask = j["mask"].get<bool>();
+  }
+  if (j.contains("packed_qkv")) {
+    if (!j["packed_qkv"].is_boolean())
+      user_error("operator spec: field 'packed_qkv' must be true or false");
+    s.packed_qkv = j["packed_qkv"].get<bool>();
+  }
+  if (j.contains("eps")) {
+    if (!j["eps"].is_number()) user_error("operator spec: field 'eps' must be a number");
+    s.eps = j["eps"].get<double>();
   }
   if (j.contains("instances")) {
     const nlohmann::json& inst = j["instances"];

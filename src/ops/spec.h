@@ -5,10 +5,12 @@
 //   batch_matmul   C[b, M, N] = A[b, M, K] B[b, ...] (layout NN or NT),  M symbolic, and
 //                  N or K may be M too (attention's products, T on both sides)
 //   row operators  over X[M, N] (ops/row_ops.h): add (two [M, N] inputs), gelu,
-//                  gelu_tanh, softmax, layer_norm, add_layer_norm (eps 1e-5); K unused
+//                  gelu_tanh, softmax, layer_norm, add_layer_norm (`eps`, default 1e-5);
+//                  K unused
 //   attention      fused softmax(Q K^T / sqrt(K) [+ mask]) V (ops/attention.h) over `batch`
 //                  sequences of N heads of size K, sequence length T = M; `mask` adds a
-//                  [batch, T] additive mask input
+//                  [batch, T] additive mask input; `packed_qkv`: the layout of
+//                  ops::attention_packed_qkv (QKV [batch, T, 3 N K] in, [batch, T, N K] out)
 //
 // M is the one shape variable, declared over [m_min, m_max] with optional weighted
 // instances (the shapes a workload sees, and how often).
@@ -33,6 +35,8 @@ struct OperatorSpec {
   bool n_is_m = false, k_is_m = false;
   std::string epilogue = "none";  // dense only
   bool mask = false;              // attention only
+  bool packed_qkv = false;        // attention only
+  double eps = 1e-5;              // layer_norm, add_layer_norm only
   int64_t m_min = 1, m_max = 1;
   std::vector<te::WeightedInstance> instances;  // empty: every M in range, weight 1
 

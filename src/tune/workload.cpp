@@ -237,6 +237,14 @@ WorkloadSpec parse_workload_spec(const std::string& text, const std::string& pat
       if (!o["mask"].is_boolean()) fail(at + ".mask", "expected true or false");
       wo.op.mask = o["mask"].get<bool>();
     }
+    if (o.contains("packed_qkv")) {
+      if (!o["packed_qkv"].is_boolean()) fail(at + ".packed_qkv", "expected true or false");
+      wo.op.packed_qkv = o["packed_qkv"].get<bool>();
+    }
+    if (o.contains("eps")) {
+      if (!o["eps"].is_number()) fail(at + ".eps", "expected a number");
+      wo.op.eps = o["eps"].get<double>();
+    }
     wo.op.batch = integer("batch", false, 1);
     wo.op.layout = text_field("layout", "NT");
     wo.op.epilogue = text_field("epilogue", "none");

@@ -195,6 +195,63 @@ TEST(FusedAttention, ParallelSchedulesOnSeveralThreads) {
   pool.set_num_threads(before);
 }
 
+TEST(FusedAttention, PackedQkvLayoutMatchesFloat64) {
+  // BERT's layout: Q, K, V read from the QKV projection's [batch, T, 3 x heads x D] output,
+  // O written as [batch, T, heads x D]; two sequences with a padding mask, several threads.
+  te::Operator op = ops::attention_packed_qkv(1, 128, 2, 3, 64, true);
+  {
+    std::mt19937_64 rng(10);
+    auto kernels = random_kernels(op, 4, rng);
+    for (int64_t t : {1, 2, 7, 16, 17, 64, 65, 129, 200}) {
+      Case c = make_case(op, t, rng);
+      for (const auto& [s, k] : kernels)
+        EXPECT_LE(run_case(k, c), kTolerance) << "T=" << t << " " << to_json_text(s);
+    }
+  }
+  EXPECT_EQ(ops::match_attention(op).heads, 3);
+  EXPECT_EQ(ops::match_attention(op).slices, 6);
+  EXPECT_TRUE(ops::match_attention(op).packed_qkv);
+  // The same numbers as the separate layout on the same values.
+  te::Operator separate = ops::attention(1, 128, 3, ops::attention_shapes(2, 3, 64, true));
+  std::mt19937_64 rng(11);
+  for (int64_t t : {1, 5, 33}) {
+    Case c = make_case(op, t, rng);
+    std::vector<float> q(6 * t * 64), k(q.size()), v(q.size());
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t h = 0; h < 3; ++h)
+        for (int64_t i = 0; i < t; ++i)
+          for (int64_t d = 0; d < 64; ++d) {
+            const float* row = &c.inputs[0][(n * t + i) * 3 * 192];
+            int64_t at = ((n * 3 + h) * t + i) * 64 + d;
+            q[at] = row[h * 64 + d];
+            k[at] = row[192 + h * 64 + d];
+            v[at] = row[384 + h * 64 + d];
+          }
+    std::vector<double> want =
+        reference::evaluate(separate, {t}, {q.data(), k.data(), v.data(), c.inputs[1].data()});
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t h = 0; h < 3; ++h)
+        for (int64_t i = 0; i < t; ++i)
+          for (int64_t d = 0; d < 64; ++d)
+            ASSERT_NEAR(c.expected[(n * t + i) * 192 + h * 64 + d],
+                        want[((n * 3 + h) * t + i) * 64 + d], 1e-12);
+  }
+  runtime::ThreadPool& pool = runtime::ThreadPool::global();
+  int before = pool.num_threads();
+  pool.set_num_threads(3);
+  for (auto parallel :
+       {schedule::AttentionParallel::Heads, schedule::AttentionParallel::HeadsAndQueryTiles}) {
+    schedule::AttentionSchedule s = schedule::random_attention_schedule(rng, host_isa());
+    s.parallel = parallel;
+    runtime::Kernel k = runtime::Kernel::compile(op, s);
+    for (int64_t t : {1, 17, 128}) EXPECT_LE(run_case(k, make_case(op, t, rng)), kTolerance);
+  }
+  pool.set_num_threads(before);
+  EXPECT_USER_ERROR(ops::attention_packed_qkv(1, 128, 1, 0, 64, false), "heads 0");
+  EXPECT_USER_ERROR(ops::attention_packed_qkv(1, 128, 1, 12, 2048, false), "head size 2048");
+  EXPECT_USER_ERROR(ops::attention_packed_qkv(0, 128, 1, 12, 64, false), "range of T [0, 128]");
+}
+
 TEST(FusedAttention, KernelNeverStoresTheScores) {
   // The loop IR after lowering has one attention kernel per query tile and no loop over
   // a T x T buffer; the kernel reports its kind.

@@ -29,6 +29,11 @@ void OperatorOptions::add_to(CLI::App& app) {
   app.add_option("--M", m, "M values: a list '1,17,127', a range '1..128', or both")
       ->capture_default_str();
   app.add_flag("--mask", mask, "attention: add a [batch, T] additive mask input");
+  app.add_flag("--packed-qkv", packed_qkv,
+               "attention: read Q, K, V from one [batch, T, 3 x heads x size] input (a QKV "
+               "projection's output) and write [batch, T, heads x size]");
+  app.add_option("--eps", eps, "layer_norm, add_layer_norm: epsilon added to the variance")
+      ->capture_default_str();
   app.add_option("--range", range, "declared range of M, 'LO..HI' (default: min..max of --M)");
 }
 
@@ -62,6 +67,9 @@ ops::OperatorSpec OperatorOptions::spec() const {
   s.layout = layout;
   s.epilogue = epilogue;
   s.mask = mask;
+  s.packed_qkv = packed_qkv;
+  s.eps = eps;
+  if (packed_qkv && op != "attention") user_error("--packed-qkv: only attention takes it");
   s.m_min = declared.front();
   s.m_max = declared.back();
   if (op == "dense") {
@@ -90,7 +98,10 @@ std::string OperatorOptions::command_line(int64_t m_value) const {
                               declared.front(), declared.back());
   if (op == "dense") s += " --epilogue " + epilogue;
   if (op == "batch_matmul") s += fmt::format(" --layout {} --batch {}", layout, batch);
-  if (op == "attention") s += fmt::format(" --batch {}{}", batch, mask ? " --mask" : "");
+  if (op == "attention")
+    s += fmt::format(" --batch {}{}{}", batch, mask ? " --mask" : "",
+                     packed_qkv ? " --packed-qkv" : "");
+  if (op == "layer_norm" || op == "add_layer_norm") s += fmt::format(" --eps {}", eps);
   return s;
 }
 

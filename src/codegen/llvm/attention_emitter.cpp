@@ -51,6 +51,7 @@ class AttentionEmitter {
         row_vectors_((k.query_tile + w_ - 1) / w_),
         lanes_(row_vectors_ * w_),
         d_(k.head_dim),
+        in_stride_(k.input_row_stride),
         d_vectors_((d_ + w_ - 1) / w_),
         f32_(b_.getFloatTy()),
         vt_(llvm::FixedVectorType::get(f32_, static_cast<unsigned>(w_))),
@@ -59,11 +60,10 @@ class AttentionEmitter {
   void emit() {
     length_ = fe_.emit(k_.length);
     rows_ = fe_.emit(k_.rows);
-    llvm::Value* slice = fe_.emit(k_.qkv_offset);
-    llvm::Value* tile = mul(fe_.emit(k_.row_begin), i64(d_));
-    o_ = fe_.element_ptr(k_.output, add(slice, tile));
-    k_base_ = fe_.element_ptr(k_.k, slice);
-    v_base_ = fe_.element_ptr(k_.v, slice);
+    llvm::Value* tile = mul(fe_.emit(k_.row_begin), i64(k_.output_row_stride));
+    o_ = fe_.element_ptr(k_.output, add(fe_.emit(k_.output_offset), tile));
+    k_base_ = fe_.element_ptr(k_.k, fe_.emit(k_.k_offset));
+    v_base_ = fe_.element_ptr(k_.v, fe_.emit(k_.v_offset));
     if (k_.mask.defined()) mask_ = fe_.element_ptr(k_.mask, fe_.emit(k_.mask_offset));
     qt_ = fe_.entry_alloca(f32_, uint64_t(d_ * lanes_), 64);
     s_ = fe_.entry_alloca(f32_, uint64_t(k_.key_block * lanes_), 64);
@@ -93,7 +93,7 @@ class AttentionEmitter {
           llvm::Value* inv_l = splat(b_.CreateLoad(f32_, stat_at(r)));
           for (int64_t c = 0; c < d_vectors_; ++c) {
             llvm::Value* x = b_.CreateFMul(load(o_tile_at(r, c)), inv_l);
-            llvm::Value* ptr = at(o_, add(mul(r, i64(d_)), i64(c * w_)));
+            llvm::Value* ptr = at(o_, add(mul(r, i64(k_.output_row_stride)), i64(c * w_)));
             if (llvm::Value* mask = column_mask(c))
               b_.CreateMaskedStore(x, ptr, llvm::Align(4), mask);
             else
@@ -111,8 +111,8 @@ class AttentionEmitter {
     llvm::Value* rest = b_.CreateSub(length_, j0);
     llvm::Value* kv =
         b_.CreateSelect(b_.CreateICmpSLT(rest, i64(k_.key_block)), rest, i64(k_.key_block), "keys");
-    llvm::Value* keys = at(k_base_, mul(j0, i64(d_)));
-    llvm::Value* values = at(v_base_, mul(j0, i64(d_)));
+    llvm::Value* keys = at(k_base_, mul(j0, i64(in_stride_)));
+    llvm::Value* values = at(v_base_, mul(j0, i64(in_stride_)));
     llvm::Value* mask = mask_ ? at(mask_, j0) : nullptr;
 
     // The scores and their maximum per row.
@@ -188,7 +188,7 @@ class AttentionEmitter {
       Carried acc = fe_.emit_loop(
           i64(0), kv, init,
           [&](llvm::Value* j, const Carried& o) {
-            llvm::Value* v_row = at(values, mul(j, i64(d_)));
+            llvm::Value* v_row = at(values, mul(j, i64(in_stride_)));
             std::vector<llvm::Value*> v(m);
             for (int64_t c = 0; c < m; ++c) v[c] = load_row(v_row, c0 + c);
             Carried next;
@@ -213,7 +213,7 @@ class AttentionEmitter {
     const int64_t chains = n * row_vectors_;
     const int64_t split = std::clamp<int64_t>(kMinChains / chains, 1, 4);
     std::vector<llvm::Value*> key_rows;
-    for (int64_t i = 0; i < n; ++i) key_rows.push_back(at(keys, mul(add(jl, i64(i)), i64(d_))));
+    for (int64_t i = 0; i < n; ++i) key_rows.push_back(at(keys, mul(add(jl, i64(i)), i64(in_stride_))));
     // sums[(p * n + i) * row_vectors + v]: partial sum p, key jl + i, row vector v.
     auto step = [&](llvm::Value* d, const Carried& sums, int64_t p) {
       Carried next = sums;
@@ -303,7 +303,7 @@ class AttentionEmitter {
   FunctionEmitter& fe_;
   llvm::IRBuilder<>& b_;
   const AttentionKernelNode& k_;
-  const int64_t w_, row_vectors_, lanes_, d_, d_vectors_;
+  const int64_t w_, row_vectors_, lanes_, d_, in_stride_, d_vectors_;
   llvm::Type* f32_;
   llvm::FixedVectorType* vt_;
   llvm::Function* fma_;

@@ -1,0 +1,242 @@
+#include "model/model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "codegen/llvm/target.h"
+#include "model/safetensors.h"
+#include "runtime/buffer.h"
+#include "runtime/module.h"
+#include "support/error.h"
+
+namespace dietcode::model {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Layers in a weights file: encoder.layer.0. ... encoder.layer.(n-1). all present.
+int64_t count_layers(const Safetensors& w) {
+  int64_t n = 0;
+  while (w.contains(fmt::format("encoder.layer.{}.attention.self.query.weight", n))) ++n;
+  if (n == 0)
+    user_error("{}: no tensor encoder.layer.0.attention.self.query.weight; expected BERT "
+               "checkpoint names (dietcode weights FILE lists them)",
+               w.path());
+  return n;
+}
+
+int64_t dim_of(const Safetensors& w, const std::string& name, size_t axis) {
+  auto it = w.tensors().find(name);
+  if (it == w.tensors().end()) user_error("{}: no tensor {}", w.path(), name);
+  if (it->second.shape.size() <= axis)
+    user_error("{}: tensor {} has rank {}; expected at least {}", w.path(), name,
+               it->second.shape.size(), axis + 1);
+  return it->second.shape[axis];
+}
+
+}  // namespace
+
+struct Model::Impl {
+  BertConfig config;
+  Graph graph;
+  ModelLoadTimes times;
+  std::vector<std::string> operator_names;
+  std::vector<runtime::Module> modules;  // one per distinct operator
+  Safetensors weights;
+  std::vector<runtime::AlignedBuffer> stacked;  // Q K V weights and biases, stacked
+  std::vector<const float*> data;               // per tensor: weights; others null
+  struct Step {
+    const runtime::Module* module;
+    runtime::PackedWeights packed;
+  };
+  std::vector<Step> steps;  // per node
+
+  // Plans and workspaces, grown under the mutex; a call holds one workspace at a time.
+  mutable std::mutex mutex;
+  mutable std::shared_ptr<const MemoryPlan> plan;
+  mutable std::vector<std::unique_ptr<runtime::AlignedBuffer>> free_workspaces;
+};
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+Model Model::load(const std::string& model_dir, const std::string& weights_path,
+                  const ModelOptions& options) {
+  namespace fs = std::filesystem;
+  auto impl = std::make_unique<Impl>();
+  Impl& m = *impl;
+
+  // The modules: <name>.module.json for each distinct operator.
+  auto start = std::chrono::steady_clock::now();
+  if (!fs::is_directory(model_dir))
+    user_error("{}: not a model directory; `dietcode tune bert-base --out {}` writes one",
+               model_dir, model_dir);
+  const schedule::Isa host = codegen::host_target().isa;
+  std::map<std::string, runtime::ModuleSpec> specs;
+  for (const char* name : {"qkv", "attention", "out", "ln", "ffn1", "ffn2"}) {
+    const std::string path = (fs::path(model_dir) / (std::string(name) + ".module.json")).string();
+    if (!fs::exists(path))
+      user_error("{}: missing; a model directory holds the modules of qkv, attention, out, ln, "
+                 "ffn1 and ffn2 (`dietcode tune bert-base --out {}` writes them)",
+                 path, model_dir);
+    runtime::ModuleSpec spec = runtime::load_module_spec(path);
+    if (!codegen::host_supports(spec.isa)) {
+      if (!options.retarget_to_host)
+        user_error("{}: tuned for {}, which this CPU ({}) lacks; tune again here or retarget",
+                   path, to_string(spec.isa), codegen::host_target().cpu);
+      spec = runtime::retarget(spec, host);
+    }
+    specs[name] = std::move(spec);
+  }
+
+  // The architecture: sizes from the weights, heads and eps from the modules.
+  auto wstart = std::chrono::steady_clock::now();
+  m.weights = Safetensors::open(weights_path);
+  const Safetensors& w = m.weights;
+  BertConfig& c = m.config;
+  const int64_t in_file = count_layers(w);
+  if (options.layers < 0 || options.layers > in_file)
+    user_error("{} layers asked for; {} has {}", options.layers, weights_path, in_file);
+  c.layers = options.layers > 0 ? options.layers : in_file;
+  c.hidden = dim_of(w, "encoder.layer.0.attention.self.query.weight", 0);
+  c.ffn = dim_of(w, "encoder.layer.0.intermediate.dense.weight", 0);
+  c.heads = specs["attention"].op.n;
+  c.eps = specs["ln"].op.eps;
+  c.t_min = specs["qkv"].op.m_min;
+  c.t_max = specs["qkv"].op.m_max;
+  c.check();
+  m.graph = bert_encoder(c);
+  for (const NamedOperator& o : bert_operators(c)) {
+    const ops::OperatorSpec& have = specs[o.name].op;
+    if (operator_key(have) != operator_key(o.op))
+      user_error(
+          "{}/{}.module.json computes {}; the weights in {} need {} (a model directory tuned "
+          "for another model size?)",
+          model_dir, o.name, have.describe(), weights_path, o.op.describe());
+  }
+  double weights_seconds = seconds_since(wstart);
+  double modules_seconds = std::chrono::duration<double>(wstart - start).count();
+
+  start = std::chrono::steady_clock::now();
+  std::map<std::string, int> module_of;
+  for (const NamedOperator& o : bert_operators(c)) {
+    module_of[operator_key(o.op)] = int(m.modules.size());
+    m.operator_names.push_back(o.name);
+    m.modules.push_back(runtime::Module::compile(specs[o.name]));
+  }
+  m.times.modules_seconds = modules_seconds + seconds_since(start);
+
+  // Weights: mapped, but Q, K and V stacked into one [3 hidden, hidden] matrix (and bias).
+  wstart = std::chrono::steady_clock::now();
+  const int64_t h = c.hidden;
+  m.data.assign(m.graph.tensors().size(), nullptr);
+  for (int id = 0; id < int(m.graph.tensors().size()); ++id) {
+    const GraphTensor& t = m.graph.tensor(id);
+    if (t.kind != TensorKind::Weight) continue;
+    const size_t qkv = t.name.find("attention.self.qkv.");
+    if (qkv == std::string::npos) {
+      m.data[id] = w.tensor(t.name, t.shape);
+      continue;
+    }
+    const bool bias = t.name.ends_with(".bias");
+    const std::string prefix = t.name.substr(0, qkv) + "attention.self.";
+    runtime::AlignedBuffer& out = m.stacked.emplace_back(3 * h * (bias ? 1 : h));
+    int part = 0;
+    for (const char* which : {"query", "key", "value"}) {
+      const std::vector<int64_t> shape = bias ? std::vector<int64_t>{h} : std::vector<int64_t>{h, h};
+      const float* src = w.tensor(prefix + which + (bias ? ".bias" : ".weight"), shape);
+      const int64_t n = bias ? h : h * h;
+      std::memcpy(out.data() + part++ * n, src, sizeof(float) * size_t(n));
+    }
+    m.data[id] = out.data();
+  }
+  for (const GraphNode& n : m.graph.nodes()) {
+    Impl::Step step{&m.modules[module_of.at(operator_key(n.op))], {}};
+    if (n.op.op == "dense") {  // its weights, input 1, packed for every kernel that wants them
+      const int weights = n.inputs[1];
+      step.packed = step.module->prepack({c.t_min}, {m.data[weights], m.graph.tensor(weights).elements(1)});
+    }
+    m.steps.push_back(std::move(step));
+  }
+  m.times.weights_seconds = weights_seconds + seconds_since(wstart);
+  m.plan = std::make_shared<MemoryPlan>(plan_memory(m.graph, std::max<int64_t>(c.t_max, 1)));
+  return Model(std::move(impl));
+}
+
+void Model::forward(const float* input, int64_t t, float* output) const {
+  if (t < 1) user_error("forward: sequence length {}; expected >= 1", t);
+  if (!input || !output) user_error("forward: null input or output");
+  Impl& m = *impl_;
+  // A plan that holds T and a workspace of its size.
+  std::shared_ptr<const MemoryPlan> plan;
+  std::unique_ptr<runtime::AlignedBuffer> workspace;
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    if (t > m.plan->t_capacity)
+      m.plan = std::make_shared<MemoryPlan>(plan_memory(m.graph, std::max(t, 2 * m.plan->t_capacity)));
+    plan = m.plan;
+    for (auto it = m.free_workspaces.begin(); it != m.free_workspaces.end(); ++it)
+      if ((*it)->size() >= plan->elements) {
+        workspace = std::move(*it);
+        m.free_workspaces.erase(it);
+        break;
+      }
+  }
+  if (!workspace) workspace = std::make_unique<runtime::AlignedBuffer>(std::max<int64_t>(plan->elements, 1));
+
+  const Graph& g = m.graph;
+  const int in = g.input_id();
+  auto pointer = [&](int id) -> float* {
+    if (id == g.output()) return output;
+    if (id == in) return const_cast<float*>(input);
+    if (m.data[id]) return const_cast<float*>(m.data[id]);
+    return workspace->data() + plan->offset[id];
+  };
+  thread_local std::vector<runtime::ConstTensor> args;  // no allocation once grown
+  for (size_t s = 0; s < g.nodes().size(); ++s) {
+    const GraphNode& n = g.nodes()[s];
+    args.clear();
+    for (int id : n.inputs) args.push_back({pointer(id), g.tensor(id).elements(t)});
+    const Impl::Step& step = m.steps[s];
+    step.module->run({t}, args, {pointer(n.output), g.tensor(n.output).elements(t)},
+                     step.packed.per_kernel.empty() ? nullptr : &step.packed);
+  }
+
+  std::lock_guard<std::mutex> lock(m.mutex);
+  m.free_workspaces.push_back(std::move(workspace));
+}
+
+const BertConfig& Model::config() const {
+  return impl_->config;
+}
+const Graph& Model::graph() const {
+  return impl_->graph;
+}
+const ModelLoadTimes& Model::load_times() const {
+  return impl_->times;
+}
+
+std::string Model::describe() const {
+  std::string s;
+  for (size_t i = 0; i < impl_->modules.size(); ++i) {
+    const runtime::ModuleSpec& spec = impl_->modules[i].spec();
+    s += fmt::format("  {:<10} {} ({} kernels, {}, {} thread{})\n", impl_->operator_names[i],
+                     spec.op.describe(), spec.kernels.size(), to_string(spec.isa), spec.threads,
+                     spec.threads == 1 ? "" : "s");
+  }
+  return s;
+}
+
+}  // namespace dietcode::model

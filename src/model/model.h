@@ -1,0 +1,62 @@
+// A BERT encoder ready to run: the graph (model/bert.h), the tuned module of each of its
+// distinct operators, the weights, and a workspace placed by the memory plan.
+//
+//   Model m = Model::load("dietcode-out/bert-base", "bert.safetensors");
+//   m.forward(x, seq_len, y);  // x, y: [seq_len, hidden]; any seq_len >= 1, any thread
+//
+// A model directory holds <operator>.module.json for the operators bert_operators lists
+// (`dietcode tune bert-base --out DIR` writes them). The architecture comes from the
+// weights file (layers, hidden, FFN width) and the modules (heads, LayerNorm eps); a
+// module that computes another operator than the weights need is refused with both
+// named. Weights are mapped from the file (Q, K and V stacked once at load) and packed
+// for every kernel at load; forward allocates nothing once a workspace for its T
+// exists (workspaces are sized for the modules' largest tuned T and grow, once, for a
+// longer sequence; concurrent calls each take their own).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "model/bert.h"
+#include "model/graph.h"
+
+namespace dietcode::model {
+
+struct ModelOptions {
+  int64_t layers = 0;             // the first `layers` layers; 0: every layer in the weights
+  bool retarget_to_host = false;  // refit modules tuned for an ISA this CPU lacks
+};
+
+struct ModelLoadTimes {
+  double modules_seconds = 0;  // reading module files and JIT-compiling their kernels
+  double weights_seconds = 0;  // mapping the weights, stacking Q K V, packing for kernels
+};
+
+class Model {
+ public:
+  // Throws dietcode::Error naming the file and what is wrong: a missing module, a module
+  // for another operator, weights missing or of the wrong shape.
+  static Model load(const std::string& model_dir, const std::string& weights_path,
+                    const ModelOptions& options = {});
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model();
+
+  // output = encoder(input), both [t, hidden] row-major. Throws dietcode::Error for
+  // t < 1. Safe to call from several threads at once.
+  void forward(const float* input, int64_t t, float* output) const;
+
+  const BertConfig& config() const;
+  const Graph& graph() const;
+  const ModelLoadTimes& load_times() const;
+  // "qkv: dense N=2304 K=768 ... (4 kernels)" per operator, for `dietcode run`.
+  std::string describe() const;
+
+ private:
+  struct Impl;
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dietcode::model
