@@ -65,11 +65,11 @@ int Graph::add(const std::string& name, const ops::OperatorSpec& op, const std::
   if (built.inputs.size() != inputs.size())
     user_error("graph: node '{}' ({}) takes {} inputs; {} given", name, op.describe(),
                built.inputs.size(), inputs.size());
-  const int output = new_tensor(name + ".out", output_shape, TensorKind::Activation);
+  const GraphTensor out{name + ".out", output_shape, TensorKind::Activation};
   for (int64_t t : kCheckLengths) {
     std::vector<int64_t> sizes = built.buffer_sizes(built.bind({t}));
     for (size_t i = 0; i <= inputs.size(); ++i) {
-      const GraphTensor& g = tensors_[i < inputs.size() ? inputs[i] : output];
+      const GraphTensor& g = i < inputs.size() ? tensors_[inputs[i]] : out;
       const std::string what =
           i < inputs.size() ? "input " + built.inputs[i].tensor.name() : std::string("output");
       if (g.elements(t) != sizes[i])
@@ -83,6 +83,7 @@ int Graph::add(const std::string& name, const ops::OperatorSpec& op, const std::
     if (tensors_[inputs[i]].kind == TensorKind::Weight && !built.inputs[i].constant)
       user_error("graph: node '{}' reads weight '{}' as its input {}, which changes every call",
                  name, tensors_[inputs[i]].name, built.inputs[i].tensor.name());
+  const int output = new_tensor(out.name, out.shape, out.kind);
   nodes_.push_back({name, op, inputs, output});
   return output;
 }

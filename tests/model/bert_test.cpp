@@ -1,0 +1,278 @@
+// The model runtime: a BERT encoder built as a graph of operators, its memory plan, and
+// Model::forward against the float64 reference of the whole encoder (model/bert_reference.h)
+// for T in 1..200 (past the tuned range), fresh random weights with nonzero biases, outputs
+// poisoned; modules of two kernels each (a dispatch split) so that several kernels of
+// every operator run; several threads at once; every bad wiring, file and argument refused.
+#include "model/model.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <limits>
+#include <random>
+#include <thread>
+
+#include "codegen/llvm/target.h"
+#include "model/bert_reference.h"
+#include "reference/reference.h"
+#include "runtime/module.h"
+#include "schedule/attention_schedule.h"
+#include "schedule/random_schedule.h"
+#include "schedule/row_schedule.h"
+#include "test_support.h"
+
+using namespace dietcode;
+using model::kT;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Float32 through several layers of float32 kernels (K up to 3072, LayerNorm's rsqrt):
+// errors of a few 1e-6 per layer relative to the output's norm.
+constexpr double kTolerance = 2e-5;
+
+fs::path temp_dir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("dietcode_bert_" + std::to_string(::getpid()) + name);
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+// Weights with every tensor random: weights normal(0, 0.05), biases and LayerNorm beta
+// normal(0, 0.1), gamma 1 + normal(0, 0.1) (the checkpoint generator's biases are zero).
+void write_weights(const std::string& path, const model::BertConfig& c, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<model::NamedTensor> tensors;
+  for (const auto& [name, shape] :
+       model::bert_tensor_shapes({c.layers, c.hidden, c.heads, c.ffn})) {
+    model::NamedTensor t{name, shape, {}};
+    int64_t size = 1;
+    for (int64_t d : shape) size *= d;
+    const bool bias = name.ends_with(".bias");
+    const bool gamma = name.find("LayerNorm.weight") != std::string::npos;
+    for (int64_t i = 0; i < size; ++i)
+      t.data.push_back(gamma ? 1.0f + 0.1f * n(rng) : (bias ? 0.1f : 0.05f) * n(rng));
+    tensors.push_back(std::move(t));
+  }
+  model::write_safetensors(path, tensors);
+}
+
+// A model directory: for each operator a module of two random kernels, the first for
+// T <= split.
+void write_modules(const fs::path& dir, const model::BertConfig& c, uint64_t seed, int64_t split) {
+  std::mt19937_64 rng(seed);
+  const schedule::Isa isa = codegen::host_target().isa;
+  for (const model::NamedOperator& o : model::bert_operators(c)) {
+    runtime::ModuleSpec m;
+    m.op = o.op;
+    m.isa = isa;
+    te::Operator op = o.op.build();
+    for (int i = 0; i < 2; ++i) {
+      switch (schedule::kind_of_operator(o.op)) {
+        case schedule::Kind::Contraction:
+          m.kernels.push_back(schedule::random_schedule(rng, isa, op));
+          break;
+        case schedule::Kind::Row:
+          m.kernels.push_back(schedule::random_row_schedule(rng, isa));
+          break;
+        case schedule::Kind::Attention:
+          m.kernels.push_back(schedule::random_attention_schedule(rng, isa));
+          break;
+      }
+    }
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<int> labels;
+    for (int64_t t = c.t_min; t <= c.t_max; ++t) {
+      shapes.push_back({t});
+      labels.push_back(t <= split ? 0 : 1);
+    }
+    m.dispatch = dispatch::DecisionTree::fit(shapes, labels);
+    runtime::save_module_spec(m, (dir / (o.name + ".module.json")).string());
+  }
+}
+
+std::vector<float> random_input(int64_t elements, std::mt19937_64& rng) {
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> x(elements);
+  for (float& e : x) e = n(rng);
+  return x;
+}
+
+// The model's output at T against float64, output poisoned.
+double forward_error(const model::Model& m, const model::Safetensors& w, int64_t t,
+                     std::mt19937_64& rng) {
+  const int64_t h = m.config().hidden;
+  std::vector<float> x = random_input(t * h, rng);
+  std::vector<float> y(t * h, std::numeric_limits<float>::quiet_NaN());
+  m.forward(x.data(), t, y.data());
+  return reference::relative_error(y.data(), model::bert_reference(w, m.config(), x.data(), t));
+}
+
+model::BertConfig small_config() {
+  model::BertConfig c;
+  c.layers = 2;
+  c.hidden = 64;
+  c.heads = 4;
+  c.ffn = 136;  // not a multiple of the vector width or of common tiles
+  c.t_max = 128;
+  return c;
+}
+
+}  // namespace
+
+TEST(ModelGraph, BertEncoderWiringAndMemoryPlan) {
+  model::BertConfig c;
+  c.layers = 2;
+  model::Graph g = model::bert_encoder(c);
+  EXPECT_EQ(g.nodes().size(), 14u);
+  EXPECT_EQ(g.tensor(g.output()).shape, (std::vector<int64_t>{kT, 768}));
+  // FLOPs: the four products and attention's two, per layer.
+  const double t = 64, h = 768, f = 3072;
+  EXPECT_DOUBLE_EQ(g.flops(64), 2 * (2 * t * (3 * h * h + h * h + 2 * h * f) + 4 * t * t * h));
+
+  model::MemoryPlan plan = model::plan_memory(g, 128);
+  // Activations live from their node to their last reader never overlap in memory.
+  std::vector<int> first(g.tensors().size(), -1), last(g.tensors().size(), -1);
+  for (int s = 0; s < int(g.nodes().size()); ++s) {
+    first[g.nodes()[s].output] = s;
+    last[g.nodes()[s].output] = std::max(last[g.nodes()[s].output], s);
+    for (int id : g.nodes()[s].inputs) last[id] = s;
+  }
+  int64_t sum = 0;
+  for (int a = 0; a < int(g.tensors().size()); ++a) {
+    if (plan.offset[a] < 0) continue;
+    EXPECT_EQ(plan.offset[a] % 16, 0);
+    const int64_t a_end = plan.offset[a] + g.tensor(a).elements(128);
+    EXPECT_LE(a_end, plan.elements);
+    sum += g.tensor(a).elements(128);
+    for (int b = a + 1; b < int(g.tensors().size()); ++b) {
+      if (plan.offset[b] < 0) continue;
+      const bool live_together = first[a] <= last[b] && first[b] <= last[a];
+      const bool overlap = plan.offset[a] < plan.offset[b] + g.tensor(b).elements(128) &&
+                           plan.offset[b] < a_end;
+      EXPECT_FALSE(live_together && overlap) << g.tensor(a).name << " and " << g.tensor(b).name;
+    }
+  }
+  EXPECT_EQ(plan.offset[g.output()], -1);
+  // Reuse: the workspace is a fraction of all activations (FFN's [T, 3072] dominates).
+  EXPECT_LT(plan.elements, sum / 3);
+  EXPECT_LE(plan.elements, 128 * (3072 + 2304 + 768 + 16 * 3));
+}
+
+TEST(ModelGraph, BadWiringIsRefused) {
+  model::BertConfig c;
+  std::vector<model::NamedOperator> ops = model::bert_operators(c);
+  model::Graph g;
+  int x = g.input("x", {kT, 768});
+  int w = g.weight("w", {2304, 768});
+  int b = g.weight("b", {2304});
+  EXPECT_USER_ERROR(g.add("qkv", ops[0].op, {x, w}, {kT, 2304}), "takes 3 inputs; 2 given");
+  EXPECT_USER_ERROR(g.add("qkv", ops[0].op, {x, w, b}, {kT, 768}),
+                    "output is tensor 'qkv.out' [T, 768] of 768 elements at T = 1; the "
+                    "operator expects 2304");
+  EXPECT_USER_ERROR(g.add("qkv", ops[0].op, {w, w, b}, {kT, 2304}),
+                    "input X is tensor 'w' [2304, 768]");
+  int w2 = g.weight("w2", {768, 768});
+  EXPECT_USER_ERROR(g.add("out", ops[2].op, {x, w2, g.weight("b2", {768}), g.weight("r", {1, 768})},
+                          {kT, 768}),
+                    "input residual is tensor 'r' [1, 768] of 768 elements at T = 2");
+  EXPECT_USER_ERROR(g.weight("w", {3}), "tensor 'w' is declared twice");
+  EXPECT_USER_ERROR(g.weight("v", {kT, 3}), "weights cannot depend on T");
+  EXPECT_USER_ERROR(g.input("z", {0, 3}), "expected positive extents or T");
+  g.add("qkv", ops[0].op, {x, w, b}, {kT, 2304});
+  EXPECT_USER_ERROR(g.set_output(x), "the output must be a node's result");
+  EXPECT_USER_ERROR(model::plan_memory(g, 0), "capacity T = 0");
+  c.eps = 0;
+  EXPECT_USER_ERROR(model::bert_operators(c), "eps 0");
+}
+
+TEST(Model, EncoderMatchesFloat64AtEveryLength) {
+  model::BertConfig c = small_config();
+  fs::path dir = temp_dir("small");
+  write_modules(dir, c, 1, 24);
+  const std::string weights = (dir / "weights.safetensors").string();
+  write_weights(weights, c, 2);
+  model::Safetensors w = model::Safetensors::open(weights);
+  std::mt19937_64 rng(3);
+  for (int64_t layers : {1, 2}) {
+    model::ModelOptions options;
+    options.layers = layers;
+    model::Model m = model::Model::load(dir.string(), weights, options);
+    EXPECT_EQ(m.config().layers, layers);
+    EXPECT_EQ(m.config().heads, 4);
+    double worst = 0;
+    for (int64_t t : {1, 2, 13, 24, 25, 64, 127, 128, 200, 300}) {
+      double err = forward_error(m, w, t, rng);
+      worst = std::max(worst, std::isnan(err) ? 1.0 : err);
+      EXPECT_LE(err, kTolerance) << layers << " layers, T = " << t;
+    }
+    std::printf("[ measured ] %lld layers: worst relative error %.2e\n", (long long)layers, worst);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Model, BertBaseLayerMatchesFloat64) {
+  // The real sizes (hidden 768, 12 heads of 64, FFN 3072), one layer.
+  model::BertConfig c;
+  c.layers = 1;
+  fs::path dir = temp_dir("base");
+  write_modules(dir, c, 4, 16);
+  const std::string weights = (dir / "weights.safetensors").string();
+  write_weights(weights, c, 5);
+  model::Safetensors w = model::Safetensors::open(weights);
+  model::Model m = model::Model::load(dir.string(), weights);
+  std::mt19937_64 rng(6);
+  for (int64_t t : {1, 2, 13, 64})
+    EXPECT_LE(forward_error(m, w, t, rng), kTolerance) << "T = " << t;
+  fs::remove_all(dir);
+}
+
+TEST(Model, ConcurrentCallsOfDifferentLengths) {
+  model::BertConfig c = small_config();
+  fs::path dir = temp_dir("threads");
+  write_modules(dir, c, 7, 40);
+  const std::string weights = (dir / "weights.safetensors").string();
+  write_weights(weights, c, 8);
+  model::Safetensors w = model::Safetensors::open(weights);
+  model::Model m = model::Model::load(dir.string(), weights);
+  std::vector<double> errors(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      std::mt19937_64 rng(100 + i);
+      double worst = 0;
+      for (int64_t t : {int64_t(1 + 37 * i), int64_t(150 + i), int64_t(3 + i)})
+        worst = std::max(worst, forward_error(m, w, t, rng));
+      errors[i] = worst;
+    });
+  for (std::thread& t : threads) t.join();
+  for (double e : errors) EXPECT_LE(e, kTolerance);
+  fs::remove_all(dir);
+}
+
+TEST(Model, BadFilesAndArgumentsAreRefused) {
+  model::BertConfig c = small_config();
+  fs::path dir = temp_dir("bad");
+  const std::string weights = (dir / "weights.safetensors").string();
+  write_weights(weights, c, 9);
+  EXPECT_USER_ERROR(model::Model::load((dir / "nothing").string(), weights), "not a model directory");
+  EXPECT_USER_ERROR(model::Model::load(dir.string(), weights), "qkv.module.json: missing");
+  // Modules tuned for another size than the weights.
+  model::BertConfig other = c;
+  other.hidden = 96;
+  write_modules(dir, other, 10, 8);
+  EXPECT_USER_ERROR(model::Model::load(dir.string(), weights),
+                    "qkv.module.json computes dense N=288 K=96");
+  write_modules(dir, c, 11, 8);
+  model::ModelOptions options;
+  options.layers = 3;
+  EXPECT_USER_ERROR(model::Model::load(dir.string(), weights, options), "3 layers asked for");
+  EXPECT_USER_ERROR(model::Model::load(dir.string(), (dir / "none.safetensors").string()),
+                    "none.safetensors");
+  model::Model m = model::Model::load(dir.string(), weights);
+  std::vector<float> x(64), y(64);
+  EXPECT_USER_ERROR(m.forward(x.data(), 0, y.data()), "sequence length 0");
+  fs::remove_all(dir);
+}
