@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "model/bert.h"
 #include "support/error.h"
 #include "support/json.h"
 
@@ -117,7 +118,7 @@ class KeyLine {
 }  // namespace
 
 std::vector<std::string> workload_presets() {
-  return {"bert-base-dense", "bert-dense-2304x768", "bert-base-epilogue"};
+  return {"bert-base-dense", "bert-dense-2304x768", "bert-base-epilogue", "bert-base"};
 }
 
 WorkloadSpec preset_workload(const std::string& name) {
@@ -131,6 +132,12 @@ WorkloadSpec preset_workload(const std::string& name) {
             {dense_layer("out-768x768-bias+residual", 768, 768, "bias+residual"),
              dense_layer("ffn1-3072x768-bias+gelu", 3072, 768, "bias+gelu"),
              dense_layer("ffn2-768x3072-bias+residual", 768, 3072, "bias+residual")}};
+  if (name == "bert-base") {  // every distinct operator of the encoder: a model directory
+    WorkloadSpec w{name, {}};
+    for (const model::NamedOperator& o : model::bert_operators(model::BertConfig{}))
+      w.operators.push_back({o.name, o.op});
+    return w;
+  }
   std::string known;
   for (const std::string& p : workload_presets()) known += (known.empty() ? "" : ", ") + p;
   user_error("unknown preset workload '{}'; expected one of: {} (or a spec file ending in .json)",

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   register_show(app, action);
   register_export(app, action);
   register_weights(app, action);
+  register_run(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -16,5 +16,6 @@ void register_tune(CLI::App& app, Action& action);
 void register_show(CLI::App& app, Action& action);
 void register_export(CLI::App& app, Action& action);
 void register_weights(CLI::App& app, Action& action);
+void register_run(CLI::App& app, Action& action);
 
 }  // namespace dietcode::tool

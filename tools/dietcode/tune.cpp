@@ -4,6 +4,7 @@
 // baseline); then the modules are measured against the vendor libraries.
 //
 //   dietcode tune                               # preset bert-base-dense, ~5 minutes
+//   dietcode tune bert-base                     # the whole encoder's operators: a model dir
 //   dietcode tune my-workload.json --trials 500 --out modules/
 //   dietcode tune --op dense --N 2304 --K 768 --M 1..128 --trials 1000 --out qkv.module.json
 #include <memory>
@@ -55,8 +56,9 @@ void register_tune(CLI::App& app, Action& action) {
       "auto-schedule a workload for all its shapes (DietCode) or shape by shape; with no "
       "arguments, the BERT-base dense layers at seq 1..128");
   cmd->add_option("workload", o->options.workload,
-                  "a preset (bert-base-dense, bert-dense-2304x768) or a spec file (.json); "
-                  "default bert-base-dense");
+                  "a preset (bert-base-dense, bert-dense-2304x768, bert-base-epilogue, "
+                  "bert-base: every operator of the encoder, a model directory for `dietcode "
+                  "run`) or a spec file (.json); default bert-base-dense");
   o->op.add_to(*cmd);
   cmd->add_option("--trials", o->options.trials,
                   "joint: measured trials per operator (default 1000 for --op, 250 per "

@@ -1,0 +1,42 @@
+#!/bin/bash
+# dietcode tune + dietcode run end to end on a small BERT encoder (hidden 64, 4 heads of
+# 16, FFN 136, T tuned over 1..16): a workload spec names the model's six operators as
+# bert-base does, `tune` writes the model directory, `weights --random` the weights, and
+# `run --check` runs the encoder at T inside and past the tuned range against the float64
+# encoder (it exits 1 beyond tolerance). Bad input is refused with a message.
+# Usage: run_small_bert.sh DIETCODE
+set -euo pipefail
+tool=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cat > "$dir/small.json" <<'JSON'
+{"name": "small-bert", "operators": [
+  {"name": "qkv", "op": "dense", "N": 192, "K": 64, "M": [1, 16], "epilogue": "bias"},
+  {"name": "attention", "op": "attention", "N": 4, "K": 16, "M": [1, 16], "packed_qkv": true},
+  {"name": "out", "op": "dense", "N": 64, "K": 64, "M": [1, 16], "epilogue": "bias+residual"},
+  {"name": "ln", "op": "layer_norm", "N": 64, "M": [1, 16], "eps": 1e-12},
+  {"name": "ffn1", "op": "dense", "N": 136, "K": 64, "M": [1, 16], "epilogue": "bias+gelu"},
+  {"name": "ffn2", "op": "dense", "N": 64, "K": 136, "M": [1, 16], "epilogue": "bias+residual"}
+]}
+JSON
+"$tool" tune "$dir/small.json" --trials 12 --out "$dir/model" --quiet > "$dir/tune.out" 2>&1 ||
+  { cat "$dir/tune.out"; exit 1; }
+"$tool" weights "$dir/w.st" --random --layers 2 --hidden 64 --heads 4 --ffn 136 > /dev/null
+for t in 1 7 16 45; do
+  "$tool" run "$dir/model" --weights "$dir/w.st" --seq $t --repeat 2 --check > "$dir/run.out" ||
+    { cat "$dir/run.out"; exit 1; }
+  grep -q "^T = $t, 1 thread: median" "$dir/run.out" || { cat "$dir/run.out"; exit 1; }
+  grep -q "^check: relative error" "$dir/run.out" || { cat "$dir/run.out"; exit 1; }
+done
+"$tool" run "$dir/model" --weights "$dir/w.st" --seq 3 --layers 1 --threads 2 --check > "$dir/run.out"
+grep -q "^model .*: 1 layers, hidden 64, 4 heads, ffn 136" "$dir/run.out" || { cat "$dir/run.out"; exit 1; }
+# Bad input: T = 0, a missing module, weights of another size.
+"$tool" run "$dir/model" --weights "$dir/w.st" --seq 0 2> "$dir/err" && exit 1
+grep -q "seq 0" "$dir/err" || { cat "$dir/err"; exit 1; }
+"$tool" weights "$dir/big.st" --random --layers 1 --hidden 96 --heads 4 --ffn 136 > /dev/null
+"$tool" run "$dir/model" --weights "$dir/big.st" --seq 3 2> "$dir/err" && exit 1
+grep -q "qkv.module.json computes dense N=192 K=64" "$dir/err" || { cat "$dir/err"; exit 1; }
+rm "$dir/model/ln.module.json"
+"$tool" run "$dir/model" --weights "$dir/w.st" --seq 3 2> "$dir/err" && exit 1
+grep -q "ln.module.json: missing" "$dir/err" || { cat "$dir/err"; exit 1; }
+echo "ok"
