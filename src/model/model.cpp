@@ -176,6 +176,17 @@ Model Model::load(const std::string& model_dir, const std::string& weights_path,
 }
 
 void Model::forward(const float* input, int64_t t, float* output) const {
+  run(input, t, output, nullptr);
+}
+
+void Model::forward_profiled(const float* input, int64_t t, float* output,
+                             std::vector<double>& node_seconds) const {
+  node_seconds.resize(impl_->graph.nodes().size(), 0.0);
+  run(input, t, output, &node_seconds);
+}
+
+void Model::run(const float* input, int64_t t, float* output,
+                std::vector<double>* node_seconds) const {
   if (t < 1) user_error("forward: sequence length {}; expected >= 1", t);
   if (!input || !output) user_error("forward: null input or output");
   Impl& m = *impl_;
@@ -210,8 +221,10 @@ void Model::forward(const float* input, int64_t t, float* output) const {
     args.clear();
     for (int id : n.inputs) args.push_back({pointer(id), g.tensor(id).elements(t)});
     const Impl::Step& step = m.steps[s];
+    const auto start = node_seconds ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     step.module->run({t}, args, {pointer(n.output), g.tensor(n.output).elements(t)},
                      step.packed.per_kernel.empty() ? nullptr : &step.packed);
+    if (node_seconds) (*node_seconds)[s] += seconds_since(start);
   }
 
   std::lock_guard<std::mutex> lock(m.mutex);

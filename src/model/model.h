@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/bert.h"
 #include "model/graph.h"
@@ -46,6 +47,9 @@ class Model {
   // output = encoder(input), both [t, hidden] row-major. Throws dietcode::Error for
   // t < 1. Safe to call from several threads at once.
   void forward(const float* input, int64_t t, float* output) const;
+  // forward, adding each node's seconds to node_seconds[node] (sized to the graph's nodes).
+  void forward_profiled(const float* input, int64_t t, float* output,
+                        std::vector<double>& node_seconds) const;
 
   const BertConfig& config() const;
   const Graph& graph() const;
@@ -56,6 +60,7 @@ class Model {
  private:
   struct Impl;
   explicit Model(std::unique_ptr<Impl> impl);
+  void run(const float* input, int64_t t, float* output, std::vector<double>* node_seconds) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <random>
 
@@ -33,6 +34,7 @@ struct RunOptions {
   int repeat = 10;
   uint64_t seed = 1;
   bool check = false;
+  bool profile = false;
 };
 
 int run_model(const RunOptions& o) {
@@ -69,6 +71,20 @@ int run_model(const RunOptions& o) {
       "{:.1f} GFLOP/s; checksum {:.6e}\n",
       o.seq, o.threads, o.threads == 1 ? "" : "s", 1e3 * median, times.size(), 1e3 * times.front(),
       1e3 * times.back(), 1e-9 * m.graph().flops(o.seq) / median, checksum);
+  if (o.profile) {  // seconds per operator of the model, over --repeat more runs
+    std::vector<double> node_seconds;
+    for (int r = 0; r < o.repeat; ++r) m.forward_profiled(x.data(), o.seq, y.data(), node_seconds);
+    std::map<std::string, double> per_op;
+    double total = 0;
+    for (size_t i = 0; i < node_seconds.size(); ++i) {
+      const ops::OperatorSpec& op = m.graph().nodes()[i].op;
+      per_op[op.describe()] += node_seconds[i] / o.repeat;
+      total += node_seconds[i] / o.repeat;
+    }
+    fmt::print("profile (mean per forward over {} runs):\n", o.repeat);
+    for (const auto& [name, s] : per_op)
+      fmt::print("  {:>8.3f} ms {:>5.1f}%  {}\n", 1e3 * s, 100 * s / total, name);
+  }
   if (o.check) {
     model::Safetensors w = model::Safetensors::open(o.weights);
     double err = reference::relative_error(y.data(), model::bert_reference(w, c, x.data(), o.seq));
@@ -99,6 +115,7 @@ void register_run(CLI::App& app, Action& action) {
   cmd->add_option("--repeat", o->repeat, "timed runs after one warm-up")->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed of the random input")->capture_default_str();
   cmd->add_flag("--check", o->check, "compare the output with the float64 encoder");
+  cmd->add_flag("--profile", o->profile, "time each operator of the model");
   cmd->callback([&action, o] { action = [o] { return run_model(*o); }; });
 }
 

@@ -1,0 +1,448 @@
+#include "benchmark/encoder_bench.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+#include "benchmark/harness.h"
+#include "benchmark/model_peer_api.h"
+#include "benchmark/roofline.h"
+#include "codegen/llvm/target.h"
+#include "model/bert_reference.h"
+#include "model/model.h"
+#include "model/safetensors.h"
+#include "reference/reference.h"
+#include "runtime/module.h"
+#include "runtime/thread_pool.h"
+#include "support/error.h"
+
+namespace dietcode::bench {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Median, best and worst of `repeat` timed calls after one warm-up.
+EncoderMeasurement time_calls(int repeat, const std::function<void()>& call) {
+  call();
+  std::vector<double> ms;
+  for (int i = 0; i < repeat; ++i) {
+    auto start = Clock::now();
+    call();
+    ms.push_back(ms_since(start));
+  }
+  std::sort(ms.begin(), ms.end());
+  EncoderMeasurement m;
+  m.median_ms = ms[ms.size() / 2];
+  m.best_ms = ms.front();
+  m.worst_ms = ms.back();
+  return m;
+}
+
+// ||got - want|| / ||want||, float against float (both engines' outputs).
+double relative_difference(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    den += double(want[i]) * want[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+struct LoadedModelPeer {
+  std::unique_ptr<ModelPeer> peer;
+  std::string why_not;  // empty when loaded
+};
+
+LoadedModelPeer load_model_peer(const std::string& dir, const std::string& name) {
+  const std::string path = dir + "/libdietcode_model_peer_" + name + ".so";
+  if (!fs::exists(path)) return {nullptr, "not built (no " + path + ")"};
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // never closed, as for GEMM peers
+  if (!handle) return {nullptr, dlerror()};
+  using Make = ModelPeer* (*)();
+  auto make = reinterpret_cast<Make>(dlsym(handle, "dietcode_make_model_peer"));
+  if (!make) return {nullptr, dlerror()};
+  try {
+    return {std::unique_ptr<ModelPeer>(make()), ""};
+  } catch (const std::exception& e) {
+    return {nullptr, std::string("creating the peer failed: ") + e.what()};
+  }
+}
+
+std::string default_ort_script() {
+#ifdef DIETCODE_SOURCE_DIR
+  return std::string(DIETCODE_SOURCE_DIR) + "/bench/peers/ort/bert_encoder.mjs";
+#else
+  return "bench/peers/ort/bert_encoder.mjs";
+#endif
+}
+
+// Empty when ONNX Runtime can run, else why not.
+std::string ort_unavailable(const std::string& script) {
+  if (!fs::exists(script)) return "no script " + script;
+  if (!fs::exists(fs::path(script).parent_path() / "node_modules" / "onnxruntime-node"))
+    return "onnxruntime-node is not installed (npm ci --prefix " +
+           fs::path(script).parent_path().string() + ")";
+  if (std::system("command -v node >/dev/null 2>&1") != 0) return "node is not installed";
+  return "";
+}
+
+void write_floats(const fs::path& path, const std::vector<float>& v) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
+  if (!f) user_error("cannot write {}", path.string());
+}
+
+std::vector<float> read_floats(const fs::path& path, size_t count) {
+  std::vector<float> v(count);
+  std::ifstream f(path, std::ios::binary);
+  f.read(reinterpret_cast<char*>(v.data()), std::streamsize(count * sizeof(float)));
+  if (!f || f.gcount() != std::streamsize(count * sizeof(float)))
+    throw std::runtime_error("cannot read " + std::to_string(count) + " floats from " +
+                             path.string());
+  return v;
+}
+
+// One ORT graph over every length: the script's JSON lines. Throws std::runtime_error
+// with the script's error output on failure.
+std::vector<nlohmann::json> run_ort(const std::string& script, const std::string& weights,
+                                    const model::BertConfig& c, int threads,
+                                    const std::string& graph, const fs::path& io,
+                                    const std::vector<int64_t>& lengths, int repeat) {
+  std::string list;
+  for (int64_t t : lengths) list += (list.empty() ? "" : ",") + std::to_string(t);
+  const fs::path err = io / ("ort-" + graph + ".err");
+  const std::string command = fmt::format(
+      "node '{}' --weights '{}' --layers {} --heads {} --eps {} --threads {} --graph {} --io '{}' "
+      "--lengths {} --repeat {} 2> '{}'",
+      script, weights, c.layers, c.heads, c.eps, threads, graph, io.string(), list, repeat,
+      err.string());
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) throw std::runtime_error("cannot run node");
+  std::string out;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, pipe)) out += buf;
+  const int status = pclose(pipe);
+  if (status != 0) {
+    std::ifstream e(err);
+    std::string text((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+    throw std::runtime_error(fmt::format("exit status {}: {}", status, text));
+  }
+  std::vector<nlohmann::json> lines;
+  size_t start = 0;
+  while (start < out.size()) {
+    size_t end = out.find('\n', start);
+    std::string line = out.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!line.empty()) lines.push_back(nlohmann::json::parse(line));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return lines;
+}
+
+void check_options(const EncoderBenchOptions& o) {
+  if (o.lengths.empty()) user_error("--M: no sequence lengths");
+  for (int64_t t : o.lengths)
+    if (t < 1) user_error("--M {}: expected sequence lengths >= 1", t);
+  if (o.layers.empty()) user_error("--layers: none given");
+  for (int64_t l : o.layers)
+    if (l < 1) user_error("--layers {}: expected >= 1", l);
+  for (int n : o.threads)
+    if (n < 1) user_error("--threads {}: expected >= 1", n);
+  if (o.repeat < 1) user_error("--repeat {}: expected >= 1", o.repeat);
+  for (const std::string& e : o.engines)
+    if (e != "libtorch" && e != "onnxruntime" && e != "none")
+      user_error("--peers {}: the encoder's peers are libtorch and onnxruntime (or none)", e);
+}
+
+bool wanted(const EncoderBenchOptions& o, const std::string& engine) {
+  return o.engines.empty() || std::find(o.engines.begin(), o.engines.end(), engine) != o.engines.end();
+}
+
+}  // namespace
+
+EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
+  check_options(o);
+  EncoderBenchResult r;
+  auto note = [&](std::string text) {
+    if (!o.quiet) fmt::print(stderr, "note: {}\n", text);
+    r.notes.push_back(std::move(text));
+  };
+  const int64_t max_layers = *std::max_element(o.layers.begin(), o.layers.end());
+
+  // The weights: given, or random ones of the model directory's sizes.
+  std::string weights = o.weights;
+  if (weights.empty()) {
+    const fs::path qkv = fs::path(o.model_dir) / "qkv.module.json";
+    const fs::path ffn1 = fs::path(o.model_dir) / "ffn1.module.json";
+    const fs::path att = fs::path(o.model_dir) / "attention.module.json";
+    for (const fs::path& p : {qkv, ffn1, att})
+      if (!fs::exists(p))
+        user_error("{}: missing; `dietcode tune bert-base --out {}` writes the model directory",
+                   p.string(), o.model_dir);
+    model::BertShape shape;
+    shape.layers = max_layers;
+    shape.hidden = runtime::load_module_spec(qkv.string()).op.k;
+    shape.ffn = runtime::load_module_spec(ffn1.string()).op.n;
+    shape.heads = runtime::load_module_spec(att.string()).op.n;
+    weights = (fs::path(o.model_dir) / fmt::format("random-{}-layers.safetensors", max_layers)).string();
+    if (!fs::exists(weights)) {
+      if (!o.quiet) fmt::print(stderr, "writing random weights (seed 1) to {}\n", weights);
+      model::write_random_bert_weights(weights, shape, 1);
+    }
+  }
+  model::Safetensors file = model::Safetensors::open(weights);
+  std::map<std::string, WeightView> views;
+  for (const auto& [name, info] : file.tensors()) views[name] = {info.data, info.shape};
+
+  LoadedModelPeer torch;
+  if (wanted(o, "libtorch")) {
+    torch = load_model_peer(o.peers_dir.empty() ? default_peers_dir() : o.peers_dir, "torch");
+    if (!torch.peer) note("libtorch: skipped: " + torch.why_not);
+  }
+  const std::string script = o.ort_script.empty() ? default_ort_script() : o.ort_script;
+  std::string ort_why = wanted(o, "onnxruntime") ? ort_unavailable(script) : "not asked for";
+  if (!ort_why.empty() && wanted(o, "onnxruntime")) note("onnxruntime: skipped: " + ort_why);
+
+  // Inputs (one per length, the same for every engine) in a folder the ORT script reads.
+  const fs::path io = fs::temp_directory_path() / fmt::format("dietcode-encoder-{}", ::getpid());
+  fs::create_directories(io);
+  struct RemoveAtExit {
+    fs::path p;
+    ~RemoveAtExit() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } cleanup{io};
+
+  for (int threads : o.threads) {
+    runtime::ThreadPool::global().set_num_threads(threads);
+    if (torch.peer) torch.peer->set_threads(threads);
+    const Roofline roof = measure_roofline(threads, codegen::host_target().isa);
+    for (int64_t layers : o.layers) {
+      model::ModelOptions mo;
+      mo.layers = layers;
+      model::Model m = model::Model::load(o.model_dir, weights, mo);
+      const model::BertConfig& c = m.config();
+      note(fmt::format("{} layers, {} threads: dietcode load {:.2f} s (modules read + JIT) + "
+                       "{:.2f} s (weights mapped, packed)",
+                       layers, threads, m.load_times().modules_seconds,
+                       m.load_times().weights_seconds));
+      const double weight_bytes = 4.0 * double(layers) *
+                                  double(4 * c.hidden * c.hidden + 2 * c.hidden * c.ffn);
+      const MemoryLevel& level = roof.level_for(weight_bytes);
+      bool torch_ok = torch.peer != nullptr;
+      if (torch_ok) {
+        try {
+          auto start = Clock::now();
+          EncoderConfig ec{layers, c.hidden, c.heads, c.ffn, c.eps};
+          torch.peer->load(ec, views);
+          note(fmt::format("libtorch {}: weights loaded in {:.2f} s", torch.peer->version(),
+                           1e-3 * ms_since(start)));
+        } catch (const std::exception& e) {
+          note(fmt::format("libtorch: skipped: {}", e.what()));
+          torch_ok = false;
+        }
+      }
+      std::map<int64_t, std::vector<float>> ours;
+      for (size_t ti = 0; ti < o.lengths.size(); ++ti) {
+        const int64_t t = o.lengths[ti];
+        std::mt19937_64 rng{uint64_t(t)};
+        std::normal_distribution<float> dist(0.0f, 1.0f);
+        std::vector<float> x(t * c.hidden), y(x.size()), peer_y(x.size());
+        for (float& e : x) e = dist(rng);
+        write_floats(io / fmt::format("input-{}.bin", t), x);
+        const double roofline_ms =
+            1e3 * std::max(m.graph().flops(t) / (roof.peak_gflops * 1e9), weight_bytes / (level.gbps * 1e9));
+        auto add = [&](const std::string& engine, EncoderMeasurement e, double diff) {
+          e.layers = layers;
+          e.threads = threads;
+          e.t = t;
+          e.engine = engine;
+          e.diff = diff;
+          e.roofline_ms = roofline_ms;
+          r.rows.push_back(e);
+        };
+        add("dietcode", time_calls(o.repeat, [&] { m.forward(x.data(), t, y.data()); }), 0);
+        ours[t] = y;
+        if (layers * t <= 24) {  // cheap enough: ours against the float64 encoder too
+          double err = reference::relative_error(y.data(), model::bert_reference(file, c, x.data(), t));
+          note(fmt::format("{} layers, T = {}: dietcode vs float64 relative error {:.1e}", layers,
+                           t, err));
+        }
+        if (torch_ok) {
+          try {
+            EncoderMeasurement e =
+                time_calls(o.repeat, [&] { torch.peer->forward(x.data(), t, peer_y.data()); });
+            add("libtorch", e, relative_difference(peer_y, y));
+          } catch (const std::exception& e) {
+            note(fmt::format("libtorch T = {}: {}", t, e.what()));
+          }
+        }
+        if (!o.quiet)
+          fmt::print(stderr, "\r{} layers, {} threads: T = {} ({} of {})   ", layers, threads, t,
+                     ti + 1, o.lengths.size());
+      }
+      if (!o.quiet) fmt::print(stderr, "\n");
+      if (!ort_why.empty()) continue;
+      for (const char* graph : {"standard", "fused"}) {
+        if (!o.quiet) fmt::print(stderr, "onnxruntime ({} graph)...\n", graph);
+        try {
+          std::vector<nlohmann::json> lines =
+              run_ort(script, weights, c, threads, graph, io, o.lengths, o.repeat);
+          for (const nlohmann::json& j : lines) {
+            if (!j.contains("T")) {
+              note(fmt::format("onnxruntime {} ({} graph): session created in {:.2f} s",
+                               j.value("version", "?"), graph,
+                               1e-3 * j.value("session_ms", 0.0)));
+              continue;
+            }
+            const int64_t t = j["T"].get<int64_t>();
+            std::vector<float> out = read_floats(io / fmt::format("ort-{}-output-{}.bin", graph, t),
+                                                 size_t(t * c.hidden));
+            EncoderMeasurement e;
+            e.median_ms = j["median_ms"].get<double>();
+            e.best_ms = j["best_ms"].get<double>();
+            e.worst_ms = j["worst_ms"].get<double>();
+            e.layers = layers;
+            e.threads = threads;
+            e.t = t;
+            e.engine = std::string("onnxruntime-") + graph;
+            e.diff = relative_difference(out, ours.at(t));
+            e.roofline_ms = 0;
+            for (const EncoderMeasurement& d : r.rows)
+              if (d.engine == "dietcode" && d.layers == layers && d.threads == threads && d.t == t)
+                e.roofline_ms = d.roofline_ms;
+            r.rows.push_back(e);
+          }
+        } catch (const std::exception& e) {
+          note(fmt::format("onnxruntime ({} graph): skipped: {}", graph, e.what()));
+        }
+      }
+    }
+  }
+  return r;
+}
+
+std::string format_encoder_table(const EncoderBenchResult& r) {
+  std::string out;
+  std::set<std::pair<int, int64_t>> groups;
+  for (const EncoderMeasurement& m : r.rows) groups.insert({m.threads, m.layers});
+  const std::vector<std::string> engines = {"dietcode", "libtorch", "onnxruntime-standard",
+                                            "onnxruntime-fused"};
+  for (const auto& [threads, layers] : groups) {
+    std::map<int64_t, std::map<std::string, const EncoderMeasurement*>> by_t;
+    for (const EncoderMeasurement& m : r.rows)
+      if (m.threads == threads && m.layers == layers) by_t[m.t][m.engine] = &m;
+    out += fmt::format(
+        "\nBERT encoder, {} layer{}, {} thread{}: median latency in ms (worst of the runs in "
+        "brackets); ratio = best peer / dietcode (> 1: dietcode faster)\n",
+        layers, layers == 1 ? "" : "s", threads, threads == 1 ? "" : "s");
+    out += fmt::format("{:>5} {:>17} {:>17} {:>17} {:>17} {:>6} {:>9} {:>6} {:>9}\n", "T",
+                       "dietcode", "libtorch", "ort-standard", "ort-fused", "ratio", "roofline",
+                       "%roof", "max diff");
+    double log_sum = 0, min_ratio = INFINITY;
+    int counted = 0;
+    for (const auto& [t, row] : by_t) {
+      out += fmt::format("{:>5}", t);
+      for (const std::string& e : engines) {
+        auto it = row.find(e);
+        out += it == row.end() ? fmt::format(" {:>17}", "-")
+                               : fmt::format(" {:>17}", fmt::format("{:.3f} [{:.3f}]", it->second->median_ms,
+                                                                     it->second->worst_ms));
+      }
+      const EncoderMeasurement* ours = row.count("dietcode") ? row.at("dietcode") : nullptr;
+      double best_peer = INFINITY, diff = 0;
+      for (const auto& [e, m] : row)
+        if (e != "dietcode") {
+          best_peer = std::min(best_peer, m->median_ms);
+          diff = std::max(diff, m->diff);
+        }
+      if (ours && std::isfinite(best_peer)) {
+        const double ratio = best_peer / ours->median_ms;
+        log_sum += std::log(ratio);
+        min_ratio = std::min(min_ratio, ratio);
+        ++counted;
+        out += fmt::format(" {:>6.2f}", ratio);
+      } else {
+        out += fmt::format(" {:>6}", "-");
+      }
+      if (ours)
+        out += fmt::format(" {:>9.3f} {:>5.0f}% {:>9.1e}\n", ours->roofline_ms,
+                           100 * ours->roofline_ms / ours->median_ms, diff);
+      else
+        out += "\n";
+    }
+    if (counted)
+      out += fmt::format("geomean ratio to the best peer {:.2f} (min {:.2f}) over {} lengths\n",
+                         std::exp(log_sum / counted), min_ratio, counted);
+  }
+  for (const std::string& n : r.notes) out += "note: " + n + "\n";
+  return out;
+}
+
+void write_encoder_csv(const EncoderBenchResult& r, const std::string& path) {
+  std::ofstream f(path);
+  if (!f) user_error("--csv {}: cannot open the file for writing", path);
+  f << "layers,threads,T,engine,median_ms,best_ms,worst_ms,max_rel_diff_vs_dietcode,roofline_ms\n";
+  for (const EncoderMeasurement& m : r.rows)
+    f << fmt::format("{},{},{},{},{:.4f},{:.4f},{:.4f},{:.3e},{:.4f}\n", m.layers, m.threads, m.t,
+                     m.engine, m.median_ms, m.best_ms, m.worst_ms, m.diff, m.roofline_ms);
+}
+
+void write_encoder_plot(const EncoderBenchResult& r, const std::string& path) {
+  const std::string ext = fs::path(path).extension().string();
+  if (ext != ".svg" && ext != ".png") user_error("--plot {}: expected a .svg or .png file name", path);
+  const fs::path dir = fs::temp_directory_path() / fmt::format("dietcode-encoder-plot-{}", ::getpid());
+  fs::create_directories(dir);
+  std::set<std::pair<int, int64_t>> groups;
+  for (const EncoderMeasurement& m : r.rows) groups.insert({m.threads, m.layers});
+  std::string script = fmt::format(
+      "set terminal {} size 900,{}\nset output '{}'\nset multiplot layout {},1\nset key outside "
+      "right\nset grid\nset xlabel 'sequence length T'\nset ylabel 'latency (ms)'\n",
+      ext == ".svg" ? "svg dynamic" : "pngcairo", 320 * groups.size(), path, groups.size());
+  int index = 0;
+  for (const auto& [threads, layers] : groups) {
+    script += fmt::format("set title 'BERT encoder, {} layers, {} threads'\nplot ", layers, threads);
+    std::map<std::string, std::vector<const EncoderMeasurement*>> series;
+    for (const EncoderMeasurement& m : r.rows)
+      if (m.threads == threads && m.layers == layers) series[m.engine].push_back(&m);
+    bool first = true;
+    for (const auto& [engine, rows] : series) {
+      const fs::path data = dir / fmt::format("{}.dat", index++);
+      std::ofstream f(data);
+      for (const EncoderMeasurement* m : rows) f << m->t << " " << m->median_ms << " " << m->roofline_ms << "\n";
+      script += fmt::format("{}'{}' using 1:2 with linespoints title '{}'", first ? "" : ", ",
+                            data.string(), engine);
+      if (engine == "dietcode")
+        script += fmt::format(", '{}' using 1:3 with lines dashtype 2 lc rgb 'black' title 'roofline'",
+                              data.string());
+      first = false;
+    }
+    script += "\n";
+  }
+  script += "unset multiplot\n";
+  std::ofstream(dir / "plot.gp") << script;
+  const int status = std::system(fmt::format("gnuplot '{}' >/dev/null 2>&1", (dir / "plot.gp").string()).c_str());
+  fs::remove_all(dir);
+  if (status != 0) user_error("--plot {}: gnuplot failed; is gnuplot-nox installed?", path);
+}
+
+}  // namespace dietcode::bench
