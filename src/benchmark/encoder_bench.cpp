@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "benchmark/harness.h"
 #include "benchmark/model_peer_api.h"
@@ -292,6 +293,9 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
             EncoderMeasurement e =
                 time_calls(o.repeat, [&] { torch.peer->forward(x.data(), t, peer_y.data()); });
             add("libtorch", e, relative_difference(peer_y, y));
+            // Its BLAS's workers spin for ~0.07 s after a call (OpenBLAS's THREAD_TIMEOUT);
+            // let them sleep before the next engine is timed.
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
           } catch (const std::exception& e) {
             note(fmt::format("libtorch T = {}: {}", t, e.what()));
           }

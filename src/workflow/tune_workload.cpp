@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "benchmark/harness.h"
@@ -21,7 +22,7 @@ namespace {
 // The workload: the one operator, a spec file, or a preset.
 tune::WorkloadSpec resolve_workload(const TuneWorkloadOptions& o) {
   if (o.op) return {"operator", {{"operator", *o.op}}};
-  std::string name = o.workload.empty() ? "bert-base-dense" : o.workload;
+  std::string name = o.workload.empty() ? "bert-base" : o.workload;
   return fs::path(name).extension() == ".json" ? tune::load_workload_spec(name)
                                                : tune::preset_workload(name);
 }
@@ -160,6 +161,20 @@ TuneWorkloadResult tune_workload(const TuneWorkloadOptions& o) {
   for (const tune::WorkloadOperator& op : r.workload.operators)
     r.operators.push_back(tune_operator(o, r.workload, op, out));
   r.bench = bench_modules(o, r.operators);
+  if (o.bench && r.workload.name == "bert-base" && !o.encoder_layers.empty()) {
+    bench::EncoderBenchOptions e;
+    e.model_dir = out;
+    e.layers = o.encoder_layers;
+    e.threads = {o.tune.threads};
+    e.lengths = o.bench_m;
+    e.quiet = o.tune.quiet;
+    if (!o.tune.quiet)
+      fmt::print(stderr, "measuring the whole encoder against ONNX Runtime and libtorch\n");
+    r.encoder = bench::run_encoder_bench(e);
+    fmt::print("{}", bench::format_encoder_table(*r.encoder));
+    fmt::print("run it: dietcode run {} --weights {}/random-{}-layers.safetensors --seq 37\n", out,
+               out, *std::max_element(e.layers.begin(), e.layers.end()));
+  }
   if (!o.report_dir.empty()) write_report(o, r);
   return r;
 }

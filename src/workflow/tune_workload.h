@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "benchmark/encoder_bench.h"
 #include "benchmark/result.h"
 #include "ops/spec.h"
 #include "tune/tuner.h"
@@ -20,7 +21,7 @@ namespace dietcode::workflow {
 struct TuneWorkloadOptions {
   // One operator (module file `out`, records `<out>.records.jsonl` unless tune.records_path
   // is set), or else a workload: a preset name or a spec file (.json); empty: the preset
-  // bert-base-dense.
+  // bert-base (every operator of the encoder: a model directory).
   std::optional<ops::OperatorSpec> op;
   std::string workload;
   // Every operator is tuned with these options; op, trials, records path, names and
@@ -37,6 +38,9 @@ struct TuneWorkloadOptions {
   std::vector<int64_t> bench_m = {1,  2,  3,  5,  8,  13, 16,  17,  24,
                                   31, 32, 48, 64, 80, 97, 113, 127, 128};
   double bench_seconds = 0.02;  // timed seconds per implementation and shape
+  // For a workload that is a model directory (bert-base): the whole encoder against ONNX
+  // Runtime and libtorch at these layer counts, at the bench_m lengths.
+  std::vector<int64_t> encoder_layers = {1, 12};
   std::string report_dir;       // empty: no report
 };
 
@@ -55,6 +59,7 @@ struct TuneWorkloadResult {
   tune::WorkloadSpec workload;
   std::vector<TunedOperator> operators;
   std::optional<bench::BenchResult> bench;  // empty when the benchmark did not run
+  std::optional<bench::EncoderBenchResult> encoder;  // bert-base: the end-to-end table
 };
 
 // Tunes every operator (progress on stderr unless tune.quiet, a summary per operator on

@@ -3,8 +3,9 @@
 // jointly for all declared shapes (DietCode) or shape by shape (the per-shape
 // baseline); then the modules are measured against the vendor libraries.
 //
-//   dietcode tune                               # preset bert-base-dense, ~5 minutes
-//   dietcode tune bert-base                     # the whole encoder's operators: a model dir
+//   dietcode tune                               # preset bert-base: the encoder's operators
+//                                               # into a model dir, then end to end vs ORT
+//                                               # and libtorch, ~12 minutes
 //   dietcode tune my-workload.json --trials 500 --out modules/
 //   dietcode tune --op dense --N 2304 --K 768 --M 1..128 --trials 1000 --out qkv.module.json
 #include <memory>
@@ -25,6 +26,7 @@ struct TuneCliOptions {
   bool op_given = false;
   bool evaluate_model = false, no_bench = false;
   std::string bench_m = "1,2,3,5,8,13,16,17,24,31,32,48,64,80,97,113,127,128";
+  std::string encoder_layers = "1,12";
 };
 
 int run_tune(TuneCliOptions o) {
@@ -35,6 +37,8 @@ int run_tune(TuneCliOptions o) {
   if (w.tune.per_shape) w.tune.per_shape_m = o.op.m_values();
   w.bench = !o.no_bench;
   w.bench_m = parse_int_list(o.bench_m, "--bench-M");
+  w.encoder_layers = o.encoder_layers == "none" ? std::vector<int64_t>{}
+                                                : parse_int_list(o.encoder_layers, "--bench-layers");
   if (o.evaluate_model)
     workflow::evaluate_model(w);
   else
@@ -54,11 +58,11 @@ void register_tune(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand(
       "tune",
       "auto-schedule a workload for all its shapes (DietCode) or shape by shape; with no "
-      "arguments, the BERT-base dense layers at seq 1..128");
+      "arguments, every operator of BERT-base at seq 1..128, then the whole encoder");
   cmd->add_option("workload", o->options.workload,
                   "a preset (bert-base-dense, bert-dense-2304x768, bert-base-epilogue, "
                   "bert-base: every operator of the encoder, a model directory for `dietcode "
-                  "run`) or a spec file (.json); default bert-base-dense");
+                  "run`, the default) or a spec file (.json)");
   o->op.add_to(*cmd);
   cmd->add_option("--trials", o->options.trials,
                   "joint: measured trials per operator (default 1000 for --op, 250 per "
@@ -106,6 +110,9 @@ void register_tune(CLI::App& app, Action& action) {
                   "cost model) to this folder");
   cmd->add_option("--bench-M", o->bench_m,
                   "sequence lengths of the final benchmark (a list or ranges, e.g. 1..128)")
+      ->capture_default_str();
+  cmd->add_option("--bench-layers", o->encoder_layers,
+                  "bert-base: layer counts of the final end-to-end benchmark, or none")
       ->capture_default_str();
   cmd->add_option("--bench-seconds", o->options.bench_seconds,
                   "timed seconds per implementation and shape in the final benchmark")
