@@ -189,8 +189,9 @@ WorkloadSpec parse_workload_spec(const std::string& text, const std::string& pat
   w.name = j["name"].get<std::string>();
   if (!j.contains("operators") || !j["operators"].is_array() || j["operators"].empty())
     fail("operators", "expected a non-empty array of operators");
-  static const std::set<std::string> op_keys = {"name",  "op",     "N",        "K",    "M",
-                                                "batch", "layout", "epilogue", "mask", "instances"};
+  static const std::set<std::string> op_keys = {
+      "name", "op", "N", "K", "M", "batch", "layout", "epilogue", "mask", "packed_qkv", "eps",
+      "instances"};
   std::set<std::string> names;
   for (size_t i = 0; i < j["operators"].size(); ++i) {
     const nlohmann::json& o = j["operators"][i];
@@ -200,7 +201,7 @@ WorkloadSpec parse_workload_spec(const std::string& text, const std::string& pat
       if (!op_keys.count(k))
         fail(at + "." + k,
              "unknown field; expected name, op, N, K, M, batch, layout, epilogue, "
-             "mask, instances");
+             "mask, packed_qkv, eps, instances");
     WorkloadOperator wo;
     if (!o.contains("name") || !o["name"].is_string()) fail(at + ".name", "expected a string");
     wo.name = o["name"].get<std::string>();

@@ -30,6 +30,26 @@ for t in 1 7 16 45; do
 done
 "$tool" run "$dir/model" --weights "$dir/w.st" --seq 3 --layers 1 --threads 2 --check > "$dir/run.out"
 grep -q "^model .*: 1 layers, hidden 64, 4 heads, ffn 136" "$dir/run.out" || { cat "$dir/run.out"; exit 1; }
+# The encoder benchmark on this model: our rows for every (layers, T), and each peer that
+# is installed (libtorch's plugin, ONNX Runtime's node_modules) with outputs matching ours.
+"$tool" bench --workload bert-base-encoder --model "$dir/model" --weights "$dir/w.st" \
+  --layers 1,2 --M 1,5,20 --repeat 2 --quiet --csv "$dir/enc.csv" > "$dir/enc.txt" ||
+  { cat "$dir/enc.txt"; exit 1; }
+grep -q "^geomean ratio to the best peer\|^BERT encoder, 2 layers, 1 thread" "$dir/enc.txt" ||
+  { cat "$dir/enc.txt"; exit 1; }
+[ "$(grep -c ',dietcode,' "$dir/enc.csv")" = 6 ] || { cat "$dir/enc.csv"; exit 1; }
+peers_dir=$(dirname "$tool")/peers
+src=$(cd "$(dirname "$0")/../.." && pwd)
+expect_peer() {  # expect_peer ENGINE: 6 rows, each output within 1e-4 of ours
+  [ "$(grep -c ",$1," "$dir/enc.csv")" = 6 ] || { echo "FAIL: $1 rows"; cat "$dir/enc.csv" "$dir/enc.txt"; exit 1; }
+  awk -F, -v e="$1" '$4 == e && !($8 < 1e-4) { print "FAIL: " $0; bad = 1 } END { exit bad }' \
+    "$dir/enc.csv" || exit 1
+}
+[ -f "$peers_dir/libdietcode_model_peer_torch.so" ] && expect_peer libtorch
+if [ -d "$src/bench/peers/ort/node_modules/onnxruntime-node" ] && command -v node >/dev/null; then
+  expect_peer onnxruntime-standard
+  expect_peer onnxruntime-fused
+fi
 # Bad input: T = 0, a missing module, weights of another size.
 "$tool" run "$dir/model" --weights "$dir/w.st" --seq 0 2> "$dir/err" && exit 1
 grep -q "seq 0" "$dir/err" || { cat "$dir/err"; exit 1; }
