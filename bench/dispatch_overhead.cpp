@@ -87,8 +87,8 @@ int main(int argc, char** argv) {
   const runtime::Kernel& kernel = module.kernel(k);
   std::vector<runtime::ConstTensor> direct_args = args;
   if (kernel.needs_prepack())
-    direct_args[kernel.prepacked_input()] = {packed.per_kernel[k].data(),
-                                             packed.per_kernel[k].size()};
+    direct_args[kernel.prepacked_input()] = {packed.per_kernel[k]->data(),
+                                             packed.per_kernel[k]->size()};
   auto direct = [&] { kernel.run(shape, direct_args, y); };
   auto dispatched = [&] { module.run(shape, args, y, &packed); };
   int64_t calls = std::max<int64_t>(1000, int64_t(2e6 / std::max(50.0, ns_per_call(direct, 1000))));

@@ -198,12 +198,13 @@ void Model::run(const float* input, int64_t t, float* output,
     if (t > m.plan->t_capacity)
       m.plan = std::make_shared<MemoryPlan>(plan_memory(m.graph, std::max(t, 2 * m.plan->t_capacity)));
     plan = m.plan;
-    for (auto it = m.free_workspaces.begin(); it != m.free_workspaces.end(); ++it)
-      if ((*it)->size() >= plan->elements) {
-        workspace = std::move(*it);
-        m.free_workspaces.erase(it);
-        break;
-      }
+    // Workspaces of an outgrown plan are dropped: memory follows the longest T, not the
+    // number of lengths seen.
+    std::erase_if(m.free_workspaces, [&](const auto& w) { return w->size() < plan->elements; });
+    if (!m.free_workspaces.empty()) {
+      workspace = std::move(m.free_workspaces.back());
+      m.free_workspaces.pop_back();
+    }
   }
   if (!workspace) workspace = std::make_unique<runtime::AlignedBuffer>(std::max<int64_t>(plan->elements, 1));
 
@@ -215,20 +216,35 @@ void Model::run(const float* input, int64_t t, float* output,
     if (m.data[id]) return const_cast<float*>(m.data[id]);
     return workspace->data() + plan->offset[id];
   };
-  thread_local std::vector<runtime::ConstTensor> args;  // no allocation once grown
+  // Per-thread argument lists: no allocation once grown.
+  thread_local std::vector<runtime::ConstTensor> args;
+  thread_local std::vector<int64_t> shape(1);
+  shape[0] = t;
   for (size_t s = 0; s < g.nodes().size(); ++s) {
     const GraphNode& n = g.nodes()[s];
     args.clear();
     for (int id : n.inputs) args.push_back({pointer(id), g.tensor(id).elements(t)});
     const Impl::Step& step = m.steps[s];
     const auto start = node_seconds ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    step.module->run({t}, args, {pointer(n.output), g.tensor(n.output).elements(t)},
+    step.module->run(shape, args, {pointer(n.output), g.tensor(n.output).elements(t)},
                      step.packed.per_kernel.empty() ? nullptr : &step.packed);
     if (node_seconds) (*node_seconds)[s] += seconds_since(start);
   }
 
   std::lock_guard<std::mutex> lock(m.mutex);
-  m.free_workspaces.push_back(std::move(workspace));
+  if (workspace->size() >= m.plan->elements) m.free_workspaces.push_back(std::move(workspace));
+}
+
+Model::Memory Model::memory() const {
+  const Impl& m = *impl_;
+  Memory out;
+  for (const runtime::AlignedBuffer& b : m.stacked) out.weight_bytes += 4 * b.size();
+  for (const Impl::Step& s : m.steps) out.weight_bytes += s.packed.bytes();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  for (const auto& w : m.free_workspaces) out.workspace_bytes += 4 * w->size();
+  out.workspaces = int(m.free_workspaces.size());
+  out.t_capacity = m.plan->t_capacity;
+  return out;
 }
 
 const BertConfig& Model::config() const {

@@ -54,6 +54,16 @@ class Model {
   const BertConfig& config() const;
   const Graph& graph() const;
   const ModelLoadTimes& load_times() const;
+  // Memory the model holds: weights packed for its kernels and stacked Q K V (the mapped
+  // file aside), and the workspaces (one per concurrent call, each the memory plan's size
+  // for the longest T seen so far, at least the modules' largest tuned T).
+  struct Memory {
+    int64_t weight_bytes = 0;
+    int64_t workspace_bytes = 0;
+    int workspaces = 0;
+    int64_t t_capacity = 0;
+  };
+  Memory memory() const;
   // "qkv: dense N=2304 K=768 ... (4 kernels)" per operator, for `dietcode run`.
   std::string describe() const;
 

@@ -5,7 +5,9 @@
 
 #include "codegen/llvm/jit.h"
 #include "runtime/abi.h"
+#include "ir/printer.h"
 #include "support/error.h"
+#include "support/hash.h"
 
 namespace dietcode::runtime {
 
@@ -23,7 +25,7 @@ constexpr uint64_t kPackedMagic = 0x6B6361506F444344ULL;  // "DCDoPack"
 
 struct PackedHeader {
   uint64_t magic;
-  uint64_t layout;  // identifies the packed layout: schedule and packed size
+  uint64_t layout;  // identifies the packed layout: the pre-packing program and packed size
 };
 static_assert(sizeof(PackedHeader) <= kHeaderFloats * sizeof(float));
 
@@ -74,23 +76,23 @@ Kernel Kernel::compile(const te::Operator& op, const schedule::AnySchedule& s) {
 
 Kernel Kernel::compile(const schedule::BoundSchedule& bound) {
   const schedule::MicroKernelSchedule& s = bound.schedule();
-  return build(bound.op(), s, s.isa, s.digest(),
+  return build(bound.op(), s, s.isa,
                [&](const lower::PassLogger& log) { return lower::lower(bound, log); });
 }
 
 Kernel Kernel::compile(const schedule::BoundRowSchedule& bound) {
   const schedule::RowSchedule& s = bound.schedule();
-  return build(bound.op(), s, s.isa, s.digest(),
+  return build(bound.op(), s, s.isa,
                [&](const lower::PassLogger& log) { return lower::lower(bound, log); });
 }
 
 Kernel Kernel::compile(const schedule::BoundAttentionSchedule& bound) {
   const schedule::AttentionSchedule& s = bound.schedule();
-  return build(bound.op(), s, s.isa, s.digest(),
+  return build(bound.op(), s, s.isa,
                [&](const lower::PassLogger& log) { return lower::lower(bound, log); });
 }
 
-Kernel Kernel::build(const te::Operator& op, Schedule s, schedule::Isa isa, uint64_t digest,
+Kernel Kernel::build(const te::Operator& op, Schedule s, schedule::Isa isa,
                      const std::function<lower::LoweredKernel(const lower::PassLogger&)>& lower) {
   if (!codegen::host_supports(isa))
     user_error("schedule targets {} but this CPU ({}) only supports {}", to_string(isa),
@@ -99,7 +101,6 @@ Kernel Kernel::build(const te::Operator& op, Schedule s, schedule::Isa isa, uint
   Kernel k;
   k.op_ = op;
   k.schedule_ = std::move(s);
-  k.schedule_digest_ = digest;  // computed once: runs are too short to hash on every call
   std::vector<ir::Var> vars;
   for (const te::ShapeVar& v : k.op_.shape_vars) vars.push_back(v.var);
   for (const te::Input& in : k.op_.inputs)
@@ -108,7 +109,13 @@ Kernel Kernel::build(const te::Operator& op, Schedule s, schedule::Isa isa, uint
   k.lowered_ = lower([&](const std::string& pass, const std::string& ir) {
     k.pass_log_ += "// ---- after " + pass + "\n" + ir;
   });
-  if (k.lowered_.prepacked_b) k.packed_elements_ = ir::IntProgram(k.lowered_.packed_b_size, vars);
+  if (k.lowered_.prepacked_b) {
+    k.packed_elements_ = ir::IntProgram(k.lowered_.packed_b_size, vars);
+    // The packed layout is what the pre-packing program writes: kernels whose programs
+    // are the same (the same panel width) accept each other's buffers. Hashed once here:
+    // runs are too short to hash on every call.
+    k.packed_layout_ = fnv1a64(ir::to_string(k.lowered_.prepack.body));
+  }
   register_runtime_abi();
   k.code_ = codegen::jit_compile(k.lowered_);
   k.compile_seconds_ =
@@ -166,7 +173,7 @@ void Kernel::run(const std::vector<int64_t>& shape, const std::vector<ConstTenso
           "operator {}: buffer {} (pre-packed) does not hold pre-packed weights; pass what "
           "Kernel::prepack returned",
           op_.name, name);
-    if (header.layout != layout_id(schedule_digest_, payload))
+    if (header.layout != layout_id(packed_layout_, payload))
       user_error(
           "operator {}: buffer {} (pre-packed) was packed for another micro-kernel or shape; "
           "pack it with this kernel's prepack()",
@@ -194,7 +201,7 @@ AlignedBuffer Kernel::prepack(const std::vector<int64_t>& shape, ConstTensor sou
                ir::evaluate_int(ir::element_count(in.tensor), bindings));
   int64_t payload = ir::evaluate_int(lowered_.packed_b_size, bindings);
   AlignedBuffer packed(kHeaderFloats + payload);
-  PackedHeader header{kPackedMagic, layout_id(schedule_digest_, payload)};
+  PackedHeader header{kPackedMagic, layout_id(packed_layout_, payload)};
   std::memset(packed.data(), 0, kHeaderFloats * sizeof(float));
   std::memcpy(packed.data(), &header, sizeof header);
   float* buffers[2] = {const_cast<float*>(source.data), packed.data() + kHeaderFloats};

@@ -95,11 +95,11 @@ class Kernel {
  private:
   Kernel() = default;
   // What both kinds share once lowered: the JIT, the timing, the pass log.
-  static Kernel build(const te::Operator& op, Schedule s, schedule::Isa isa, uint64_t digest,
+  static Kernel build(const te::Operator& op, Schedule s, schedule::Isa isa,
                       const std::function<lower::LoweredKernel(const lower::PassLogger&)>& lower);
   te::Operator op_;
   Schedule schedule_;
-  uint64_t schedule_digest_ = 0;  // identifies the packed layout in pre-packed buffers
+  uint64_t packed_layout_ = 0;  // identifies the packed layout in pre-packed buffers
   // Element counts of the inputs and the output, and the pre-packed payload, as programs
   // of the shape compiled once: a tree walk with hash lookups per call cost as much as a
   // small kernel (Q K^T at T = 1).

@@ -1,5 +1,7 @@
 #include "runtime/module.h"
 
+#include <cstring>
+
 #include "dispatch/dispatch_codegen.h"
 #include "support/error.h"
 
@@ -28,9 +30,33 @@ int Module::select(const std::vector<int64_t>& shape) const {
 
 PackedWeights Module::prepack(const std::vector<int64_t>& shape, ConstTensor weights) const {
   PackedWeights w;
-  for (const Kernel& k : kernels_)
-    w.per_kernel.push_back(k.needs_prepack() ? k.prepack(shape, weights) : AlignedBuffer());
+  for (const Kernel& k : kernels_) {
+    if (!k.needs_prepack()) {
+      w.per_kernel.push_back(nullptr);
+      continue;
+    }
+    auto packed = std::make_shared<const AlignedBuffer>(k.prepack(shape, weights));
+    // A kernel with the same packing as an earlier one shares its buffer (byte-identical:
+    // the layout is a function of the schedule's panel width and blocking).
+    for (const auto& earlier : w.per_kernel)
+      if (earlier && earlier->size() == packed->size() &&
+          std::memcmp(earlier->data(), packed->data(), sizeof(float) * size_t(packed->size())) == 0) {
+        packed = earlier;
+        break;
+      }
+    w.per_kernel.push_back(std::move(packed));
+  }
   return w;
+}
+
+int64_t PackedWeights::bytes() const {
+  int64_t total = 0;
+  for (size_t i = 0; i < per_kernel.size(); ++i) {
+    bool seen = false;
+    for (size_t j = 0; j < i; ++j) seen = seen || per_kernel[j] == per_kernel[i];
+    if (per_kernel[i] && !seen) total += int64_t(sizeof(float)) * per_kernel[i]->size();
+  }
+  return total;
 }
 
 void Module::run(const std::vector<int64_t>& shape, const std::vector<ConstTensor>& inputs,
@@ -51,7 +77,10 @@ void Module::run(const std::vector<int64_t>& shape, const std::vector<ConstTenso
   if (w < 0 || w >= int(args.size()))
     user_error("operator {}: {} inputs given, expected {}", op_.name, args.size(),
                op_.inputs.size());
-  args[w] = {packed->per_kernel[i].data(), packed->per_kernel[i].size()};
+  if (!packed->per_kernel[i])
+    user_error("operator {}: kernel {} reads pre-packed weights, but none were packed for it",
+               op_.name, i);
+  args[w] = {packed->per_kernel[i]->data(), packed->per_kernel[i]->size()};
   k.run(shape, args, output);
 }
 

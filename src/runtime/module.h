@@ -55,9 +55,12 @@ ModuleSpec load_module_spec(const std::string& path);
 // for every shape; not tuned for the new machine.
 ModuleSpec retarget(const ModuleSpec& m, schedule::Isa isa);
 
-// Constant weights pre-packed for every kernel of a module that wants them.
+// Constant weights pre-packed for every kernel of a module that wants them. Kernels that
+// pack them the same way (the same panel width and blocking) share one buffer.
 struct PackedWeights {
-  std::vector<AlignedBuffer> per_kernel;  // empty buffer where a kernel reads raw weights
+  // Null where a kernel reads raw weights.
+  std::vector<std::shared_ptr<const AlignedBuffer>> per_kernel;
+  int64_t bytes() const;  // the distinct buffers together
 };
 
 class Module {

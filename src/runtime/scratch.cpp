@@ -25,6 +25,13 @@ struct Chunk {
 
 class ScratchStack {
  public:
+  // Room for the bookkeeping of nested panels (a kernel nests two or three), so that a
+  // call after the first allocates nothing but a chunk larger than any before.
+  ScratchStack() {
+    chunks_.reserve(8);
+    sizes_.reserve(16);
+  }
+
   void* push(size_t bytes) {
     bytes = dietcode::round_up(bytes, 64);
     if (bytes == 0) bytes = 64;

@@ -88,15 +88,22 @@ TEST(Errors, PrepackedInputMustBeThePackedBuffer) {
   EXPECT_USER_ERROR(
       k.run({5}, {{x.data(), x.size()}, {raw.data(), raw.size()}}, {y.data(), y.size()}),
       "does not hold pre-packed weights");
-  // Weights packed for another micro-kernel with the same packed size.
+  // Weights packed for another micro-kernel with the same packed size but another layout
+  // (k-blocks of 4 instead of 8) are refused.
   schedule::MicroKernelSchedule other = s;
-  other.unroll_k = 1;
+  other.kc = 4;
   runtime::Kernel k2 = runtime::Kernel::compile(op, other);
   runtime::AlignedBuffer packed2 = k2.prepack({5}, {w.data(), w.size()});
   ASSERT_EQ(packed2.size(), k.packed_size({5}));
   EXPECT_USER_ERROR(
       k.run({5}, {{x.data(), x.size()}, {packed2.data(), packed2.size()}}, {y.data(), y.size()}),
       "packed for another micro-kernel");
+  // A kernel that packs the same way (another unroll) accepts them: modules share them.
+  schedule::MicroKernelSchedule same = s;
+  same.unroll_k = 1;
+  runtime::Kernel k3 = runtime::Kernel::compile(op, same);
+  runtime::AlignedBuffer packed3 = k3.prepack({5}, {w.data(), w.size()});
+  k.run({5}, {{x.data(), x.size()}, {packed3.data(), packed3.size()}}, {y.data(), y.size()});
   EXPECT_USER_ERROR(k.prepack({5}, {w.data(), 209}), "buffer W has 209 elements, expected 210");
   runtime::Kernel unpacked = runtime::Kernel::compile(op, small_schedule());
   EXPECT_USER_ERROR(unpacked.prepack({5}, {w.data(), w.size()}), "does not pre-pack");

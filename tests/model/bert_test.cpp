@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <filesystem>
+#include <new>
 #include <limits>
 #include <random>
 #include <thread>
@@ -23,6 +26,36 @@
 
 using namespace dietcode;
 using model::kT;
+
+// Allocations through operator new on threads that count them (the test below). Left out
+// under AddressSanitizer, which owns operator new there.
+#if defined(__SANITIZE_ADDRESS__)
+#define DC_COUNT_ALLOCATIONS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DC_COUNT_ALLOCATIONS 0
+#endif
+#endif
+#ifndef DC_COUNT_ALLOCATIONS
+#define DC_COUNT_ALLOCATIONS 1
+#endif
+namespace {
+std::atomic<int64_t> g_allocations{0};
+thread_local bool g_counting = false;
+}  // namespace
+#if DC_COUNT_ALLOCATIONS
+void* operator new(std::size_t n) {
+  if (g_counting) ++g_allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+#endif
 
 namespace {
 
@@ -188,6 +221,50 @@ TEST(ModelGraph, BadWiringIsRefused) {
   EXPECT_USER_ERROR(model::bert_operators(c), "eps 0");
 }
 
+TEST(ModelWeights, KernelsThatPackAlikeShareOnePackedCopy) {
+  // Three prepacking kernels: 0 and 1 differ only in unroll (same packed layout), 2 in kc.
+  ops::OperatorSpec op;
+  op.op = "dense";
+  op.n = 40;
+  op.k = 24;
+  op.epilogue = "bias";
+  op.m_min = 1;
+  op.m_max = 30;
+  runtime::ModuleSpec m;
+  m.op = op;
+  m.isa = codegen::host_target().isa;
+  schedule::MicroKernelSchedule a;
+  a.isa = m.isa;
+  a.mr = 2;
+  a.nr = 16;
+  a.kc = 24;
+  a.mc = 4;
+  a.nc = 32;
+  a.pack_b = schedule::PackB::Prepacked;
+  schedule::MicroKernelSchedule b = a, c = a;
+  b.unroll_k = a.unroll_k == 1 ? 2 : 1;
+  c.kc = 8;
+  m.kernels = {a, b, c};
+  m.dispatch = dispatch::DecisionTree::fit({{1}, {10}, {20}}, {0, 1, 2});
+  runtime::Module module = runtime::Module::compile(m);
+  te::Operator built = op.build();
+  std::mt19937_64 rng(14);
+  std::vector<float> w = random_input(40 * 24, rng), bias = random_input(40, rng);
+  runtime::PackedWeights packed = module.prepack({1}, {w.data(), int64_t(w.size())});
+  ASSERT_EQ(packed.per_kernel.size(), 3u);
+  EXPECT_EQ(packed.per_kernel[0], packed.per_kernel[1]);
+  EXPECT_NE(packed.per_kernel[0], packed.per_kernel[2]);
+  EXPECT_EQ(packed.bytes(), 4 * (packed.per_kernel[0]->size() + packed.per_kernel[2]->size()));
+  for (int64_t t : {1, 9, 10, 19, 20, 30}) {  // every kernel runs, on the shared copy
+    std::vector<float> x = random_input(t * 24, rng), y(t * 40, NAN);
+    module.run({t}, {{x.data(), int64_t(x.size())}, {w.data(), int64_t(w.size())},
+                     {bias.data(), 40}},
+               {y.data(), int64_t(y.size())}, &packed);
+    std::vector<double> want = reference::evaluate(built, {t}, {x.data(), w.data(), bias.data()});
+    EXPECT_LE(reference::relative_error(y.data(), want), 1e-6) << "T = " << t;
+  }
+}
+
 TEST(Model, EncoderMatchesFloat64AtEveryLength) {
   model::BertConfig c = small_config();
   fs::path dir = temp_dir("small");
@@ -249,6 +326,40 @@ TEST(Model, ConcurrentCallsOfDifferentLengths) {
     });
   for (std::thread& t : threads) t.join();
   for (double e : errors) EXPECT_LE(e, kTolerance);
+  fs::remove_all(dir);
+}
+
+TEST(Model, ForwardAllocatesNothingOnceWarm) {
+  if (!DC_COUNT_ALLOCATIONS) GTEST_SKIP() << "operator new belongs to AddressSanitizer here";
+  model::BertConfig c = small_config();
+  fs::path dir = temp_dir("alloc");
+  write_modules(dir, c, 12, 20);
+  const std::string weights = (dir / "weights.safetensors").string();
+  write_weights(weights, c, 13);
+  model::Model m = model::Model::load(dir.string(), weights);
+  std::vector<float> x(400 * 64, 0.5f), y(x.size());
+  m.forward(x.data(), 1, y.data());  // the first call creates the workspace
+  const model::Model::Memory before = m.memory();
+  EXPECT_EQ(before.t_capacity, 128);
+  EXPECT_EQ(before.workspaces, 1);
+  g_allocations = 0;
+  g_counting = true;
+  for (int64_t t : {1, 2, 3, 17, 20, 21, 64, 127, 128, 5, 100}) m.forward(x.data(), t, y.data());
+  g_counting = false;
+  EXPECT_EQ(g_allocations.load(), 0) << "operator new calls in forward";
+  EXPECT_EQ(m.memory().workspace_bytes, before.workspace_bytes);
+  // Past the plan's capacity the workspace grows once (to twice the capacity), then holds.
+  m.forward(x.data(), 200, y.data());
+  const model::Model::Memory grown = m.memory();
+  EXPECT_EQ(grown.t_capacity, 256);
+  EXPECT_EQ(grown.workspaces, 1);
+  EXPECT_GT(grown.workspace_bytes, before.workspace_bytes);
+  g_allocations = 0;
+  g_counting = true;
+  for (int64_t t : {256, 1, 199, 130, 7}) m.forward(x.data(), t, y.data());
+  g_counting = false;
+  EXPECT_EQ(g_allocations.load(), 0);
+  EXPECT_EQ(m.memory().workspace_bytes, grown.workspace_bytes);
   fs::remove_all(dir);
 }
 
