@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "codegen/llvm/object_cache.h"
 #include "codegen/llvm/target.h"
 #include "model/safetensors.h"
 #include "runtime/buffer.h"
@@ -130,12 +131,19 @@ Model Model::load(const std::string& model_dir, const std::string& weights_path,
   double modules_seconds = std::chrono::duration<double>(wstart - start).count();
 
   start = std::chrono::steady_clock::now();
+  codegen::ObjectCacheScope cache(
+      options.code_cache ? (fs::path(model_dir) / "jit-cache").string() : std::string());
+  const codegen::ObjectCacheStats cache_before = codegen::object_cache_stats();
   std::map<std::string, int> module_of;
   for (const NamedOperator& o : bert_operators(c)) {
     module_of[operator_key(o.op)] = int(m.modules.size());
     m.operator_names.push_back(o.name);
     m.modules.push_back(runtime::Module::compile(specs[o.name]));
   }
+  const codegen::ObjectCacheStats cache_after = codegen::object_cache_stats();
+  m.times.kernels_from_cache = cache_after.hits - cache_before.hits;
+  m.times.kernels_compiled = (cache_after.misses - cache_before.misses) +
+                             (cache_after.damaged - cache_before.damaged);
   m.times.modules_seconds = modules_seconds + seconds_since(start);
 
   // Weights: mapped, but Q, K and V stacked into one [3 hidden, hidden] matrix (and bias).

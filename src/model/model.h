@@ -27,11 +27,15 @@ namespace dietcode::model {
 struct ModelOptions {
   int64_t layers = 0;             // the first `layers` layers; 0: every layer in the weights
   bool retarget_to_host = false;  // refit modules tuned for an ISA this CPU lacks
+  // Compiled kernels cached in <model_dir>/jit-cache (codegen/llvm/object_cache.h): a
+  // second load skips code generation. Off: every load compiles.
+  bool code_cache = true;
 };
 
 struct ModelLoadTimes {
   double modules_seconds = 0;  // reading module files and JIT-compiling their kernels
   double weights_seconds = 0;  // mapping the weights, stacking Q K V, packing for kernels
+  int64_t kernels_from_cache = 0, kernels_compiled = 0;  // code cache hits and misses
 };
 
 class Model {

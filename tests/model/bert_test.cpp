@@ -27,35 +27,7 @@
 using namespace dietcode;
 using model::kT;
 
-// Allocations through operator new on threads that count them (the test below). Left out
-// under AddressSanitizer, which owns operator new there.
-#if defined(__SANITIZE_ADDRESS__)
-#define DC_COUNT_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DC_COUNT_ALLOCATIONS 0
-#endif
-#endif
-#ifndef DC_COUNT_ALLOCATIONS
-#define DC_COUNT_ALLOCATIONS 1
-#endif
-namespace {
-std::atomic<int64_t> g_allocations{0};
-thread_local bool g_counting = false;
-}  // namespace
-#if DC_COUNT_ALLOCATIONS
-void* operator new(std::size_t n) {
-  if (g_counting) ++g_allocations;
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-#endif
+#include "count_allocations.h"
 
 namespace {
 
@@ -330,7 +302,7 @@ TEST(Model, ConcurrentCallsOfDifferentLengths) {
 }
 
 TEST(Model, ForwardAllocatesNothingOnceWarm) {
-  if (!DC_COUNT_ALLOCATIONS) GTEST_SKIP() << "operator new belongs to AddressSanitizer here";
+  if (!testing_alloc::counting_supported()) GTEST_SKIP() << "operator new belongs to AddressSanitizer here";
   model::BertConfig c = small_config();
   fs::path dir = temp_dir("alloc");
   write_modules(dir, c, 12, 20);
@@ -342,11 +314,9 @@ TEST(Model, ForwardAllocatesNothingOnceWarm) {
   const model::Model::Memory before = m.memory();
   EXPECT_EQ(before.t_capacity, 128);
   EXPECT_EQ(before.workspaces, 1);
-  g_allocations = 0;
-  g_counting = true;
+  testing_alloc::start();
   for (int64_t t : {1, 2, 3, 17, 20, 21, 64, 127, 128, 5, 100}) m.forward(x.data(), t, y.data());
-  g_counting = false;
-  EXPECT_EQ(g_allocations.load(), 0) << "operator new calls in forward";
+  EXPECT_EQ(testing_alloc::stop(), 0) << "operator new calls in forward";
   EXPECT_EQ(m.memory().workspace_bytes, before.workspace_bytes);
   // Past the plan's capacity the workspace grows once (to twice the capacity), then holds.
   m.forward(x.data(), 200, y.data());
@@ -354,11 +324,9 @@ TEST(Model, ForwardAllocatesNothingOnceWarm) {
   EXPECT_EQ(grown.t_capacity, 256);
   EXPECT_EQ(grown.workspaces, 1);
   EXPECT_GT(grown.workspace_bytes, before.workspace_bytes);
-  g_allocations = 0;
-  g_counting = true;
+  testing_alloc::start();
   for (int64_t t : {256, 1, 199, 130, 7}) m.forward(x.data(), t, y.data());
-  g_counting = false;
-  EXPECT_EQ(g_allocations.load(), 0);
+  EXPECT_EQ(testing_alloc::stop(), 0);
   EXPECT_EQ(m.memory().workspace_bytes, grown.workspace_bytes);
   fs::remove_all(dir);
 }

@@ -48,8 +48,11 @@ int run_model(const RunOptions& o) {
   const model::BertConfig& c = m.config();
   fmt::print("model {}: {} layers, hidden {}, {} heads, ffn {}, tuned for T in {}..{}\n{}",
              o.model_dir, c.layers, c.hidden, c.heads, c.ffn, c.t_min, c.t_max, m.describe());
-  fmt::print("load: modules {:.2f} s (read + JIT), weights {:.2f} s (map + pack)\n",
-             m.load_times().modules_seconds, m.load_times().weights_seconds);
+  fmt::print(
+      "load: modules {:.2f} s (read + JIT: {} kernels from the code cache, {} compiled), "
+      "weights {:.2f} s (map + pack)\n",
+      m.load_times().modules_seconds, m.load_times().kernels_from_cache,
+      m.load_times().kernels_compiled, m.load_times().weights_seconds);
 
   std::mt19937_64 rng(o.seed);
   std::normal_distribution<float> dist(0.0f, 1.0f);

@@ -1,5 +1,7 @@
 #include "codegen/llvm/codegen_llvm.h"
 
+#include <algorithm>
+
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
@@ -127,6 +129,12 @@ void FunctionEmitter::emit_parallel_for(const ForNode& f) {
   std::vector<const BufferNode*> buf_keys;
   for (auto& [k, v] : vars_) var_keys.push_back(k);
   for (auto& [k, v] : buffers_) buf_keys.push_back(k);
+  // In name order, not the maps' (address) order: the same kernel then compiles to the
+  // same code in every process, which the object cache keys on.
+  std::sort(var_keys.begin(), var_keys.end(),
+            [](const VarNode* a, const VarNode* b) { return a->name < b->name; });
+  std::sort(buf_keys.begin(), buf_keys.end(),
+            [](const BufferNode* a, const BufferNode* b) { return a->name < b->name; });
   uint64_t slots = var_keys.size() + buf_keys.size() + 1;
   llvm::Value* closure = entry_alloca(i64, slots, 8);
   auto slot = [&](llvm::IRBuilder<>& bb, llvm::Value* base, uint64_t i) {

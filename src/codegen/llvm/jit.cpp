@@ -11,12 +11,19 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
+#include <fmt/format.h>
+#include <llvm/Support/MemoryBuffer.h>
+
 #include <atomic>
+#include <cstring>
+#include <optional>
 #include <map>
 #include <mutex>
 
 #include "codegen/llvm/codegen_llvm.h"
 #include "codegen/llvm/jit_engine.h"
+#include "codegen/llvm/object_cache.h"
+#include "support/hash.h"
 #include "support/error.h"
 
 namespace dietcode::codegen {
@@ -121,6 +128,7 @@ class Engine {
   llvm::TargetMachine& target_machine() { return *tm_; }
   std::string next_prefix() { return "dc" + std::to_string(counter_++) + "_"; }
 
+
   void define_symbols(const std::vector<JitSymbol>& symbols) {
     std::lock_guard<std::mutex> lock(symbols_mutex_);
     orc::MangleAndInterner mangle(jit_->getExecutionSession(), jit_->getDataLayout());
@@ -180,6 +188,23 @@ class OrcJitModule : public JitModule {
   orc::ResourceTrackerSP tracker_;
 };
 
+// A kernel in a JITDylib of its own (a cached object): destroying it removes the dylib.
+class OrcJitDylibModule : public JitModule {
+ public:
+  explicit OrcJitDylibModule(orc::JITDylib& jd) : jd_(jd) {}
+  ~OrcJitDylibModule() override {
+    if (llvm::Error e = Engine::get().jit().getExecutionSession().removeJITDylib(jd_))
+      llvm::consumeError(std::move(e));  // process exit path
+  }
+  void* lookup(const std::string& name) const override {
+    return unwrap(Engine::get().jit().lookup(jd_, name), "looking up a JIT symbol")
+        .toPtr<void*>();
+  }
+
+ private:
+  orc::JITDylib& jd_;
+};
+
 class OrcJitCode : public JitCode {
  public:
   OrcJitCode(std::unique_ptr<JitModule> module, ComputeFn compute, ComputeFn prepack)
@@ -217,7 +242,89 @@ std::unique_ptr<JitModule> jit_add_module(std::unique_ptr<llvm::Module> m,
   return std::make_unique<OrcJitModule>(std::move(tracker));
 }
 
+namespace {
+
+// The kernel's object from the cache (ObjectCacheScope), or compiled and stored there;
+// null when caching is off for this thread or this program has no build ID.
+std::unique_ptr<JitCode> jit_compile_cached(const lower::LoweredKernel& k) {
+  const std::string& dir = object_cache_dir();
+  if (dir.empty() || program_build_id().empty()) return nullptr;
+  Engine& engine = Engine::get();
+  const CpuTarget& host = host_target();
+  // The key: the IR as emitted (before optimization) under a fixed placeholder prefix,
+  // the CPU, and this build of the program.
+  constexpr const char* kPlaceholder = "dcK_";
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> m = emit_module(*ctx, k, host, kPlaceholder);
+  // Local names carry the lowering's variable numbering, which differs from one compile to
+  // the next: drop them (the code does not change) and name internal functions by their
+  // place, so that the same kernel prints the same IR in every process.
+  int64_t internal = 0;
+  for (llvm::Function& f : *m) {
+    if (f.hasLocalLinkage()) f.setName(fmt::format("{}internal{}", kPlaceholder, internal++));
+    for (llvm::Argument& a : f.args()) a.setName("");
+    for (llvm::BasicBlock& bb : f) {
+      bb.setName("");
+      for (llvm::Instruction& i : bb) i.setName("");
+    }
+  }
+  std::string ir;
+  {
+    llvm::raw_string_ostream os(ir);
+    m->print(os, nullptr);
+  }
+  Fnv1a h;
+  h.add(program_build_id());
+  h.add(host.cpu);
+  h.add(host.features);
+  h.add(ir);
+  const uint64_t key = h.value();
+
+  // Symbols are named after the key; each cached kernel lives in a JITDylib of its own
+  // (linked against the main one, for the runtime's symbols), so that equal kernels
+  // compiled twice in one process do not clash.
+  const std::string name = fmt::format("dc{:016x}", key);
+  const std::string prefix = name + "_";
+  for (llvm::Function& f : *m)
+    if (f.getName().starts_with(kPlaceholder))
+      f.setName(prefix + f.getName().substr(std::strlen(kPlaceholder)).str());
+  std::optional<std::string> object = read_cached_object(dir, key, name);
+  if (!object) {
+    set_target(*m, engine.target_machine());
+    static std::mutex tm_mutex;  // the shared TargetMachine is not thread-safe
+    std::lock_guard<std::mutex> lock(tm_mutex);
+    optimize(*m, engine.target_machine());
+    llvm::SmallString<0> buffer;
+    llvm::raw_svector_ostream os(buffer);
+    llvm::legacy::PassManager pm;
+    if (engine.target_machine().addPassesToEmitFile(pm, os, nullptr,
+                                                    llvm::CodeGenFileType::ObjectFile))
+      internal_error(__FILE__, __LINE__, "this LLVM target cannot emit objects");
+    pm.run(*m);
+    object = std::string(buffer.str());
+    write_cached_object(dir, key, name, *object);
+  }
+  orc::LLJIT& jit = engine.jit();
+  llvm::Expected<orc::JITDylib&> created = jit.createJITDylib(engine.next_prefix() + name);
+  if (!created)
+    internal_error(__FILE__, __LINE__, "creating a JITDylib: " + message(created.takeError()));
+  orc::JITDylib& jd = *created;
+  jd.addToLinkOrder(jit.getMainJITDylib());
+  check(jit.addObjectFile(jd, llvm::MemoryBuffer::getMemBufferCopy(*object, name)),
+        "adding a cached object to the JIT");
+  auto module = std::make_unique<OrcJitDylibModule>(jd);
+  auto lookup = [&](const std::string& fn) {
+    return reinterpret_cast<ComputeFn>(module->lookup(prefix + fn));
+  };
+  ComputeFn compute = lookup("compute");
+  ComputeFn prepack = k.prepacked_b ? lookup("prepack") : nullptr;
+  return std::make_unique<OrcJitCode>(std::move(module), compute, prepack);
+}
+
+}  // namespace
+
 std::unique_ptr<JitCode> jit_compile(const lower::LoweredKernel& k) {
+  if (std::unique_ptr<JitCode> cached = jit_compile_cached(k)) return cached;
   Engine& engine = Engine::get();
   std::string prefix = jit_unique_prefix();
   auto ctx = std::make_unique<llvm::LLVMContext>();
