@@ -26,7 +26,8 @@ set(DIETCODE_FUZZ_SANITIZERS -fsanitize=address,undefined -fno-sanitize-recover=
                              -fno-omit-frame-pointer -g -O1 -UNDEBUG)
 
 # The loaders and what they reach: IR and tensor expressions (operators are rebuilt to
-# validate schedules), schedules, the decision tree, module files, workload specs and
+# validate schedules), schedules, the decision tree, module files, workload specs (with
+# the bert-base preset's operators, model/bert.cpp and the graph it builds on) and
 # tuning records. machine.cpp comes with records.cpp; fuzz/host_target_stub.cpp stands
 # in for the LLVM host query it references but the loaders never call.
 add_library(dietcode_fuzz_loaders STATIC
@@ -37,6 +38,8 @@ add_library(dietcode_fuzz_loaders STATIC
   src/tune/records.cpp
   src/tune/machine.cpp
   src/model/safetensors.cpp
+  src/model/graph.cpp
+  src/model/bert.cpp
   fuzz/host_target_stub.cpp
 )
 target_include_directories(dietcode_fuzz_loaders PUBLIC include src)

@@ -8,6 +8,11 @@
 //   m.run({seq_len}, {{x, seq_len * 768}, {weights, 2304 * 768}}, {y, seq_len * 2304}, w.get());
 //
 // Every call checks its arguments and throws dietcode::Error naming what is wrong.
+//
+// A whole BERT encoder (a model directory from `dietcode tune bert-base`):
+//
+//   dietcode::Model bert = dietcode::Model::load("dietcode-out/bert-base", "bert.safetensors");
+//   bert.forward(seq_len, {x, seq_len * bert.hidden()}, {y, seq_len * bert.hidden()});
 #pragma once
 
 #include <cstdint>
@@ -75,6 +80,42 @@ class Module {
  private:
   struct Impl;
   explicit Module(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+struct ModelOptions {
+  int64_t layers = 0;             // run the first `layers` layers; 0: all in the weights
+  int threads = 0;                // threads for parallel loops; 0: the modules' tuned count
+  bool retarget_to_host = false;  // as LoadOptions::retarget_to_host
+  bool code_cache = true;         // compiled kernels cached in <model_dir>/jit-cache
+};
+
+// A BERT encoder: the tuned modules of a model directory, the weights of a safetensors
+// file with the usual checkpoint names (the architecture is read from them), and a
+// workspace planned once. forward allocates nothing once a workspace for its length
+// exists, and may be called from several threads at once.
+class Model {
+ public:
+  // Throws dietcode::Error for a missing or foreign module, weights missing, of the wrong
+  // shape or dtype, a truncated file, or modules for another model size.
+  static Model load(const std::string& model_dir, const std::string& weights_path,
+                    const ModelOptions& options = {});
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model();
+
+  int64_t hidden() const;
+  int64_t layers() const;
+  // "12 layers, hidden 768, 12 heads, ffn 3072, tuned for T in 1..128" and one line per
+  // operator's module.
+  std::string describe() const;
+  // output = encoder(input) for a sequence of `seq_len` >= 1 tokens (any length, inside
+  // or past the tuned range); both buffers hold seq_len * hidden() floats, row-major.
+  void forward(int64_t seq_len, Input input, Output output) const;
+
+ private:
+  struct Impl;
+  explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -79,7 +79,10 @@ TunedOperator tune_operator(const TuneWorkloadOptions& o, const tune::WorkloadSp
       o.trials > 0 ? o.trials : (single ? kSingleOperatorTrials : kWorkloadTrialsPerOperator);
   t.name = op.name;
   t.workload = w.name;
-  t.label = single ? "" : op.name;
+  // "[3/6] out": where this operator stands in the whole workload, on every progress line.
+  size_t index = 0;
+  while (index < w.operators.size() && w.operators[index].name != op.name) ++index;
+  t.label = single ? "" : fmt::format("[{}/{}] {}", index + 1, w.operators.size(), op.name);
   TunedOperator tuned;
   tuned.name = op.name;
   tuned.module_path = single ? out : (fs::path(out) / (op.name + ".module.json")).string();

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "codegen/llvm/target.h"
+#include "dietcode/dietcode.h"
 #include "model/bert_reference.h"
 #include "reference/reference.h"
 #include "runtime/module.h"
@@ -328,6 +329,37 @@ TEST(Model, ForwardAllocatesNothingOnceWarm) {
   for (int64_t t : {256, 1, 199, 130, 7}) m.forward(x.data(), t, y.data());
   EXPECT_EQ(testing_alloc::stop(), 0);
   EXPECT_EQ(m.memory().workspace_bytes, grown.workspace_bytes);
+  fs::remove_all(dir);
+}
+
+TEST(Model, PublicApiRunsTheEncoderAndChecksBuffers) {
+  model::BertConfig c = small_config();
+  fs::path dir = temp_dir("api");
+  write_modules(dir, c, 15, 30);
+  const std::string weights = (dir / "weights.safetensors").string();
+  write_weights(weights, c, 16);
+  dietcode::ModelOptions options;
+  options.layers = 1;
+  dietcode::Model m = dietcode::Model::load(dir.string(), weights, options);
+  EXPECT_EQ(m.hidden(), 64);
+  EXPECT_EQ(m.layers(), 1);
+  EXPECT_NE(m.describe().find("1 layers, hidden 64, 4 heads, ffn 136"), std::string::npos)
+      << m.describe();
+  model::Safetensors w = model::Safetensors::open(weights);
+  model::BertConfig one = c;
+  one.layers = 1;
+  std::mt19937_64 rng(17);
+  for (int64_t t : {1, 31, 150}) {
+    std::vector<float> x = random_input(t * 64, rng), y(t * 64, NAN);
+    m.forward(t, {x.data(), t * 64}, {y.data(), t * 64});
+    EXPECT_LE(reference::relative_error(y.data(), model::bert_reference(w, one, x.data(), t)),
+              kTolerance);
+  }
+  std::vector<float> x(5 * 64), y(5 * 64);
+  EXPECT_USER_ERROR(m.forward(5, {x.data(), 4 * 64}, {y.data(), 5 * 64}),
+                    "input has 256 elements; expected seq_len x hidden = 5 x 64 = 320");
+  EXPECT_USER_ERROR(m.forward(5, {x.data(), 5 * 64}, {nullptr, 5 * 64}), "output has 320 elements (null)");
+  EXPECT_USER_ERROR(m.forward(0, {x.data(), 0}, {y.data(), 0}), "sequence length 0");
   fs::remove_all(dir);
 }
 
