@@ -5,7 +5,7 @@
 //
 //   dietcode tune                               # preset bert-base: the encoder's operators
 //                                               # into a model dir, then end to end vs ORT
-//                                               # and libtorch, ~12 minutes
+//                                               # and libtorch, ~6 minutes
 //   dietcode tune my-workload.json --trials 500 --out modules/
 //   dietcode tune --op dense --N 2304 --K 768 --M 1..128 --trials 1000 --out qkv.module.json
 #include <memory>
