@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -127,8 +128,7 @@ std::vector<nlohmann::json> run_ort(const std::string& script, const std::string
                                     const model::BertConfig& c, int threads,
                                     const std::string& graph, const fs::path& io,
                                     const std::vector<int64_t>& lengths, int repeat) {
-  std::string list;
-  for (int64_t t : lengths) list += (list.empty() ? "" : ",") + std::to_string(t);
+  const std::string list = fmt::format("{}", fmt::join(lengths, ","));
   const fs::path err = io / ("ort-" + graph + ".err");
   const std::string command = fmt::format(
       "node '{}' --weights '{}' --layers {} --heads {} --eps {} --threads {} --graph {} --io '{}' "
@@ -150,7 +150,8 @@ std::vector<nlohmann::json> run_ort(const std::string& script, const std::string
   size_t start = 0;
   while (start < out.size()) {
     size_t end = out.find('\n', start);
-    std::string line = out.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string line =
+        out.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (!line.empty()) lines.push_back(nlohmann::json::parse(line));
     if (end == std::string::npos) break;
     start = end + 1;
@@ -174,7 +175,8 @@ void check_options(const EncoderBenchOptions& o) {
 }
 
 bool wanted(const EncoderBenchOptions& o, const std::string& engine) {
-  return o.engines.empty() || std::find(o.engines.begin(), o.engines.end(), engine) != o.engines.end();
+  return o.engines.empty() ||
+         std::find(o.engines.begin(), o.engines.end(), engine) != o.engines.end();
 }
 
 }  // namespace
@@ -203,7 +205,8 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
     shape.hidden = runtime::load_module_spec(qkv.string()).op.k;
     shape.ffn = runtime::load_module_spec(ffn1.string()).op.n;
     shape.heads = runtime::load_module_spec(att.string()).op.n;
-    weights = (fs::path(o.model_dir) / fmt::format("random-{}-layers.safetensors", max_layers)).string();
+    weights =
+        (fs::path(o.model_dir) / fmt::format("random-{}-layers.safetensors", max_layers)).string();
     if (!fs::exists(weights)) {
       if (!o.quiet) fmt::print(stderr, "writing random weights (seed 1) to {}\n", weights);
       model::write_random_bert_weights(weights, shape, 1);
@@ -242,12 +245,12 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
       mo.layers = layers;
       model::Model m = model::Model::load(o.model_dir, weights, mo);
       const model::BertConfig& c = m.config();
-      note(fmt::format("{} layers, {} threads: dietcode load {:.2f} s (modules read + JIT) + "
-                       "{:.2f} s (weights mapped, packed)",
-                       layers, threads, m.load_times().modules_seconds,
-                       m.load_times().weights_seconds));
-      const double weight_bytes = 4.0 * double(layers) *
-                                  double(4 * c.hidden * c.hidden + 2 * c.hidden * c.ffn);
+      note(fmt::format(
+          "{} layers, {} threads: dietcode load {:.2f} s (modules read + JIT) + "
+          "{:.2f} s (weights mapped, packed)",
+          layers, threads, m.load_times().modules_seconds, m.load_times().weights_seconds));
+      const double weight_bytes =
+          4.0 * double(layers) * double(4 * c.hidden * c.hidden + 2 * c.hidden * c.ffn);
       const MemoryLevel& level = roof.level_for(weight_bytes);
       bool torch_ok = torch.peer != nullptr;
       if (torch_ok) {
@@ -270,8 +273,8 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
         std::vector<float> x(t * c.hidden), y(x.size()), peer_y(x.size());
         for (float& e : x) e = dist(rng);
         write_floats(io / fmt::format("input-{}.bin", t), x);
-        const double roofline_ms =
-            1e3 * std::max(m.graph().flops(t) / (roof.peak_gflops * 1e9), weight_bytes / (level.gbps * 1e9));
+        const double roofline_ms = 1e3 * std::max(m.graph().flops(t) / (roof.peak_gflops * 1e9),
+                                                  weight_bytes / (level.gbps * 1e9));
         auto add = [&](const std::string& engine, EncoderMeasurement e, double diff) {
           e.layers = layers;
           e.threads = threads;
@@ -284,7 +287,8 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
         add("dietcode", time_calls(o.repeat, [&] { m.forward(x.data(), t, y.data()); }), 0);
         ours[t] = y;
         if (layers * t <= 24) {  // cheap enough: ours against the float64 encoder too
-          double err = reference::relative_error(y.data(), model::bert_reference(file, c, x.data(), t));
+          double err =
+              reference::relative_error(y.data(), model::bert_reference(file, c, x.data(), t));
           note(fmt::format("{} layers, T = {}: dietcode vs float64 relative error {:.1e}", layers,
                            t, err));
         }
@@ -314,8 +318,7 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
           for (const nlohmann::json& j : lines) {
             if (!j.contains("T")) {
               note(fmt::format("onnxruntime {} ({} graph): session created in {:.2f} s",
-                               j.value("version", "?"), graph,
-                               1e-3 * j.value("session_ms", 0.0)));
+                               j.value("version", "?"), graph, 1e-3 * j.value("session_ms", 0.0)));
               continue;
             }
             const int64_t t = j["T"].get<int64_t>();
@@ -368,9 +371,10 @@ std::string format_encoder_table(const EncoderBenchResult& r) {
       out += fmt::format("{:>5}", t);
       for (const std::string& e : engines) {
         auto it = row.find(e);
-        out += it == row.end() ? fmt::format(" {:>17}", "-")
-                               : fmt::format(" {:>17}", fmt::format("{:.3f} [{:.3f}]", it->second->median_ms,
-                                                                     it->second->worst_ms));
+        out += it == row.end()
+                   ? fmt::format(" {:>17}", "-")
+                   : fmt::format(" {:>17}", fmt::format("{:.3f} [{:.3f}]", it->second->median_ms,
+                                                        it->second->worst_ms));
       }
       const EncoderMeasurement* ours = row.count("dietcode") ? row.at("dietcode") : nullptr;
       double best_peer = INFINITY, diff = 0;
@@ -413,8 +417,10 @@ void write_encoder_csv(const EncoderBenchResult& r, const std::string& path) {
 
 void write_encoder_plot(const EncoderBenchResult& r, const std::string& path) {
   const std::string ext = fs::path(path).extension().string();
-  if (ext != ".svg" && ext != ".png") user_error("--plot {}: expected a .svg or .png file name", path);
-  const fs::path dir = fs::temp_directory_path() / fmt::format("dietcode-encoder-plot-{}", ::getpid());
+  if (ext != ".svg" && ext != ".png")
+    user_error("--plot {}: expected a .svg or .png file name", path);
+  const fs::path dir =
+      fs::temp_directory_path() / fmt::format("dietcode-encoder-plot-{}", ::getpid());
   fs::create_directories(dir);
   std::set<std::pair<int, int64_t>> groups;
   for (const EncoderMeasurement& m : r.rows) groups.insert({m.threads, m.layers});
@@ -424,7 +430,8 @@ void write_encoder_plot(const EncoderBenchResult& r, const std::string& path) {
       ext == ".svg" ? "svg dynamic" : "pngcairo", 320 * groups.size(), path, groups.size());
   int index = 0;
   for (const auto& [threads, layers] : groups) {
-    script += fmt::format("set title 'BERT encoder, {} layers, {} threads'\nplot ", layers, threads);
+    script +=
+        fmt::format("set title 'BERT encoder, {} layers, {} threads'\nplot ", layers, threads);
     std::map<std::string, std::vector<const EncoderMeasurement*>> series;
     for (const EncoderMeasurement& m : r.rows)
       if (m.threads == threads && m.layers == layers) series[m.engine].push_back(&m);
@@ -432,19 +439,22 @@ void write_encoder_plot(const EncoderBenchResult& r, const std::string& path) {
     for (const auto& [engine, rows] : series) {
       const fs::path data = dir / fmt::format("{}.dat", index++);
       std::ofstream f(data);
-      for (const EncoderMeasurement* m : rows) f << m->t << " " << m->median_ms << " " << m->roofline_ms << "\n";
+      for (const EncoderMeasurement* m : rows)
+        f << m->t << " " << m->median_ms << " " << m->roofline_ms << "\n";
       script += fmt::format("{}'{}' using 1:2 with linespoints title '{}'", first ? "" : ", ",
                             data.string(), engine);
       if (engine == "dietcode")
-        script += fmt::format(", '{}' using 1:3 with lines dashtype 2 lc rgb 'black' title 'roofline'",
-                              data.string());
+        script +=
+            fmt::format(", '{}' using 1:3 with lines dashtype 2 lc rgb 'black' title 'roofline'",
+                        data.string());
       first = false;
     }
     script += "\n";
   }
   script += "unset multiplot\n";
   std::ofstream(dir / "plot.gp") << script;
-  const int status = std::system(fmt::format("gnuplot '{}' >/dev/null 2>&1", (dir / "plot.gp").string()).c_str());
+  const int status =
+      std::system(fmt::format("gnuplot '{}' >/dev/null 2>&1", (dir / "plot.gp").string()).c_str());
   fs::remove_all(dir);
   if (status != 0) user_error("--plot {}: gnuplot failed; is gnuplot-nox installed?", path);
 }

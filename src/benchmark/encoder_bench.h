@@ -22,7 +22,7 @@ struct EncoderBenchOptions {
   std::vector<int64_t> layers = {1, 12};
   std::vector<int> threads = {1};
   std::vector<int64_t> lengths;
-  int repeat = 10;     // timed runs per engine and length, after one warm-up
+  int repeat = 10;        // timed runs per engine and length, after one warm-up
   std::string peers_dir;  // model-peer plugins; empty: beside the tool
   // The ORT script; empty: bench/peers/ort/bert_encoder.mjs of the source tree.
   std::string ort_script;

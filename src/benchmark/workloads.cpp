@@ -97,8 +97,7 @@ bool layer_computes(const WorkloadLayer& layer, const ops::OperatorSpec& spec) {
     return row_kind_of(spec.op) == layer.row_kind && layer.row_batch == 1 && layer.row_n == spec.n;
   if (layer.is_attention)
     return spec.op == "attention" && spec.batch == 1 && !spec.mask && !spec.packed_qkv &&
-           layer.batch == spec.n &&
-           layer.k == spec.k;
+           layer.batch == spec.n && layer.k == spec.k;
   if (spec.op == "attention" || ops::is_row_operator(spec.op)) return false;
   if (spec.epilogue != "none" && (spec.op != "dense" || !epilogue_pass_of(spec.epilogue)))
     return false;

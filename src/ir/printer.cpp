@@ -151,13 +151,12 @@ void print(const Stmt& s, int indent, std::string& out) {
           "of {}, head size {}, scale {})\n",
           pad, n->vector_width, n->query_tile, n->key_block, n->unroll, to_string(n->row_begin),
           to_string(n->row_begin), to_string(n->rows), to_string(n->length), n->head_dim, n->scale);
-      out += fmt::format("{}  {} at {}, {} at {} (rows {} apart), {} at {} (rows {} apart){}\n",
-                         pad, n->k.name(), to_string(n->k_offset), n->v.name(),
-                         to_string(n->v_offset), n->input_row_stride, n->output.name(),
-                         to_string(n->output_offset), n->output_row_stride,
-                         n->mask.defined()
-                             ? fmt::format("; {} at {}", n->mask.name(), to_string(n->mask_offset))
-                             : "");
+      out += fmt::format(
+          "{}  {} at {}, {} at {} (rows {} apart), {} at {} (rows {} apart){}\n", pad, n->k.name(),
+          to_string(n->k_offset), n->v.name(), to_string(n->v_offset), n->input_row_stride,
+          n->output.name(), to_string(n->output_offset), n->output_row_stride,
+          n->mask.defined() ? fmt::format("; {} at {}", n->mask.name(), to_string(n->mask_offset))
+                            : "");
       print(n->pack_q, indent + 1, out);
       break;
     }

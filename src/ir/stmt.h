@@ -219,10 +219,11 @@ struct RowKernelNode : StmtNode {
 // [row_begin, row_begin + rows) of O = softmax(scale Q K^T [+ mask]) V over all `length`
 // keys. K's and V's rows start at `k_offset` and `v_offset` (the slice's first element),
 // `input_row_stride` elements apart; O's at `output_offset`, `output_row_stride` apart
-// (head_dim in the separate layout; a token's row in the packed one); the mask at `mask_offset` (its row for the slice's sequence). Schedule parameters as in
-// schedule/attention_schedule.h; query rows fill ceil(query_tile / vector_width) vectors.
-// `pack_q` packs the tile's rows of Q into `q_panel` (head_dim groups of the lanes, rows
-// past T zero): the kernel's Q^T, held on the kernel's stack.
+// (head_dim in the separate layout; a token's row in the packed one); the mask at `mask_offset`
+// (its row for the slice's sequence). Schedule parameters as in schedule/attention_schedule.h;
+// query rows fill ceil(query_tile / vector_width) vectors. `pack_q` packs the tile's rows of Q into
+// `q_panel` (head_dim groups of the lanes, rows past T zero): the kernel's Q^T, held on the
+// kernel's stack.
 struct AttentionKernelNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::AttentionKernel;
   int64_t vector_width = 8, query_tile = 1, key_block = 1, unroll = 1, head_dim = 1;

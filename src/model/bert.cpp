@@ -58,26 +58,26 @@ Graph bert_encoder(const BertConfig& c) {
     auto w = [&](const std::string& name, std::vector<int64_t> shape) {
       return g.weight(p + name, shape);
     };
-    int qkv = g.add(p + "attention.self.qkv", op("qkv"),
-                    {x, w("attention.self.qkv.weight", {3 * h, h}),
-                     w("attention.self.qkv.bias", {3 * h})},
-                    {kT, 3 * h});
+    int qkv = g.add(
+        p + "attention.self.qkv", op("qkv"),
+        {x, w("attention.self.qkv.weight", {3 * h, h}), w("attention.self.qkv.bias", {3 * h})},
+        {kT, 3 * h});
     int ctx = g.add(p + "attention.self", op("attention"), {qkv}, {kT, h});
-    int a = g.add(p + "attention.output.dense", op("out"),
-                  {ctx, w("attention.output.dense.weight", {h, h}),
-                   w("attention.output.dense.bias", {h}), x},
-                  {kT, h});
-    int x1 = g.add(p + "attention.output.LayerNorm", op("ln"),
-                   {a, w("attention.output.LayerNorm.weight", {h}),
-                    w("attention.output.LayerNorm.bias", {h})},
-                   {kT, h});
-    int f1 = g.add(p + "intermediate.dense", op("ffn1"),
-                   {x1, w("intermediate.dense.weight", {c.ffn, h}),
-                    w("intermediate.dense.bias", {c.ffn})},
-                   {kT, c.ffn});
-    int f2 = g.add(p + "output.dense", op("ffn2"),
-                   {f1, w("output.dense.weight", {h, c.ffn}), w("output.dense.bias", {h}), x1},
-                   {kT, h});
+    int a = g.add(
+        p + "attention.output.dense", op("out"),
+        {ctx, w("attention.output.dense.weight", {h, h}), w("attention.output.dense.bias", {h}), x},
+        {kT, h});
+    int x1 = g.add(
+        p + "attention.output.LayerNorm", op("ln"),
+        {a, w("attention.output.LayerNorm.weight", {h}), w("attention.output.LayerNorm.bias", {h})},
+        {kT, h});
+    int f1 = g.add(
+        p + "intermediate.dense", op("ffn1"),
+        {x1, w("intermediate.dense.weight", {c.ffn, h}), w("intermediate.dense.bias", {c.ffn})},
+        {kT, c.ffn});
+    int f2 =
+        g.add(p + "output.dense", op("ffn2"),
+              {f1, w("output.dense.weight", {h, c.ffn}), w("output.dense.bias", {h}), x1}, {kT, h});
     x = g.add(p + "output.LayerNorm", op("ln"),
               {f2, w("output.LayerNorm.weight", {h}), w("output.LayerNorm.bias", {h})}, {kT, h});
   }

@@ -70,7 +70,8 @@ std::vector<double> bert_reference(const Safetensors& w, const BertConfig& c, co
         double sum = 0;
         for (int64_t j = 0; j < t; ++j) sum += (s[j] = std::exp(s[j] - mx));
         for (int64_t j = 0; j < t; ++j)
-          for (int64_t e = 0; e < d; ++e) ctx[i * h + hd * d + e] += s[j] / sum * v[j * h + hd * d + e];
+          for (int64_t e = 0; e < d; ++e)
+            ctx[i * h + hd * d + e] += s[j] / sum * v[j * h + hd * d + e];
       }
     Matrix a = linear(ctx, t, h, weight("attention.output.dense.weight", {h, h}),
                       weight("attention.output.dense.bias", {h}), h);
@@ -82,8 +83,8 @@ std::vector<double> bert_reference(const Safetensors& w, const BertConfig& c, co
     for (double& e : g) e = 0.5 * e * (1.0 + std::erf(e / std::sqrt(2.0)));
     x = linear(g, t, f, weight("output.dense.weight", {h, f}), weight("output.dense.bias", {h}), h);
     for (int64_t e = 0; e < t * h; ++e) x[e] += a[e];
-    layer_norm(x, t, h, weight("output.LayerNorm.weight", {h}), weight("output.LayerNorm.bias", {h}),
-               c.eps);
+    layer_norm(x, t, h, weight("output.LayerNorm.weight", {h}),
+               weight("output.LayerNorm.bias", {h}), c.eps);
   }
   return x;
 }

@@ -31,8 +31,7 @@ int64_t GraphTensor::elements(int64_t t) const {
   return n;
 }
 
-int Graph::new_tensor(const std::string& name, const std::vector<int64_t>& shape,
-                      TensorKind kind) {
+int Graph::new_tensor(const std::string& name, const std::vector<int64_t>& shape, TensorKind kind) {
   for (const GraphTensor& t : tensors_)
     if (t.name == name) user_error("graph: tensor '{}' is declared twice", name);
   for (int64_t d : shape)
@@ -146,7 +145,8 @@ MemoryPlan plan_memory(const Graph& g, int64_t t_capacity) {
     std::vector<Slot> live;
     for (const Slot& slot : slots)
       if (slot.until >= s) live.push_back(slot);
-    std::sort(live.begin(), live.end(), [](const Slot& a, const Slot& b) { return a.begin < b.begin; });
+    std::sort(live.begin(), live.end(),
+              [](const Slot& a, const Slot& b) { return a.begin < b.begin; });
     int64_t at = 0;
     for (const Slot& slot : live) {
       if (at + size <= slot.begin) break;

@@ -30,9 +30,10 @@ int64_t count_layers(const Safetensors& w) {
   int64_t n = 0;
   while (w.contains(fmt::format("encoder.layer.{}.attention.self.query.weight", n))) ++n;
   if (n == 0)
-    user_error("{}: no tensor encoder.layer.0.attention.self.query.weight; expected BERT "
-               "checkpoint names (dietcode weights FILE lists them)",
-               w.path());
+    user_error(
+        "{}: no tensor encoder.layer.0.attention.self.query.weight; expected BERT "
+        "checkpoint names (dietcode weights FILE lists them)",
+        w.path());
   return n;
 }
 
@@ -89,14 +90,15 @@ Model Model::load(const std::string& model_dir, const std::string& weights_path,
   for (const char* name : {"qkv", "attention", "out", "ln", "ffn1", "ffn2"}) {
     const std::string path = (fs::path(model_dir) / (std::string(name) + ".module.json")).string();
     if (!fs::exists(path))
-      user_error("{}: missing; a model directory holds the modules of qkv, attention, out, ln, "
-                 "ffn1 and ffn2 (`dietcode tune bert-base --out {}` writes them)",
-                 path, model_dir);
+      user_error(
+          "{}: missing; a model directory holds the modules of qkv, attention, out, ln, "
+          "ffn1 and ffn2 (`dietcode tune bert-base --out {}` writes them)",
+          path, model_dir);
     runtime::ModuleSpec spec = runtime::load_module_spec(path);
     if (!codegen::host_supports(spec.isa)) {
       if (!options.retarget_to_host)
-        user_error("{}: tuned for {}, which this CPU ({}) lacks; tune again here or retarget",
-                   path, to_string(spec.isa), codegen::host_target().cpu);
+        user_error("{}: tuned for {}, which this CPU ({}) lacks; tune again here or retarget", path,
+                   to_string(spec.isa), codegen::host_target().cpu);
       spec = runtime::retarget(spec, host);
     }
     specs[name] = std::move(spec);
@@ -131,8 +133,8 @@ Model Model::load(const std::string& model_dir, const std::string& weights_path,
   double modules_seconds = std::chrono::duration<double>(wstart - start).count();
 
   start = std::chrono::steady_clock::now();
-  codegen::ObjectCacheScope cache(
-      options.code_cache ? (fs::path(model_dir) / "jit-cache").string() : std::string());
+  codegen::ObjectCacheScope cache(options.code_cache ? (fs::path(model_dir) / "jit-cache").string()
+                                                     : std::string());
   const codegen::ObjectCacheStats cache_before = codegen::object_cache_stats();
   std::map<std::string, int> module_of;
   for (const NamedOperator& o : bert_operators(c)) {
@@ -142,8 +144,8 @@ Model Model::load(const std::string& model_dir, const std::string& weights_path,
   }
   const codegen::ObjectCacheStats cache_after = codegen::object_cache_stats();
   m.times.kernels_from_cache = cache_after.hits - cache_before.hits;
-  m.times.kernels_compiled = (cache_after.misses - cache_before.misses) +
-                             (cache_after.damaged - cache_before.damaged);
+  m.times.kernels_compiled =
+      (cache_after.misses - cache_before.misses) + (cache_after.damaged - cache_before.damaged);
   m.times.modules_seconds = modules_seconds + seconds_since(start);
 
   // Weights: mapped, but Q, K and V stacked into one [3 hidden, hidden] matrix (and bias).
@@ -163,7 +165,8 @@ Model Model::load(const std::string& model_dir, const std::string& weights_path,
     runtime::AlignedBuffer& out = m.stacked.emplace_back(3 * h * (bias ? 1 : h));
     int part = 0;
     for (const char* which : {"query", "key", "value"}) {
-      const std::vector<int64_t> shape = bias ? std::vector<int64_t>{h} : std::vector<int64_t>{h, h};
+      const std::vector<int64_t> shape =
+          bias ? std::vector<int64_t>{h} : std::vector<int64_t>{h, h};
       const float* src = w.tensor(prefix + which + (bias ? ".bias" : ".weight"), shape);
       const int64_t n = bias ? h : h * h;
       std::memcpy(out.data() + part++ * n, src, sizeof(float) * size_t(n));
@@ -174,7 +177,8 @@ Model Model::load(const std::string& model_dir, const std::string& weights_path,
     Impl::Step step{&m.modules[module_of.at(operator_key(n.op))], {}};
     if (n.op.op == "dense") {  // its weights, input 1, packed for every kernel that wants them
       const int weights = n.inputs[1];
-      step.packed = step.module->prepack({c.t_min}, {m.data[weights], m.graph.tensor(weights).elements(1)});
+      step.packed =
+          step.module->prepack({c.t_min}, {m.data[weights], m.graph.tensor(weights).elements(1)});
     }
     m.steps.push_back(std::move(step));
   }
@@ -204,7 +208,8 @@ void Model::run(const float* input, int64_t t, float* output,
   {
     std::lock_guard<std::mutex> lock(m.mutex);
     if (t > m.plan->t_capacity)
-      m.plan = std::make_shared<MemoryPlan>(plan_memory(m.graph, std::max(t, 2 * m.plan->t_capacity)));
+      m.plan =
+          std::make_shared<MemoryPlan>(plan_memory(m.graph, std::max(t, 2 * m.plan->t_capacity)));
     plan = m.plan;
     // Workspaces of an outgrown plan are dropped: memory follows the longest T, not the
     // number of lengths seen.
@@ -214,7 +219,8 @@ void Model::run(const float* input, int64_t t, float* output,
       m.free_workspaces.pop_back();
     }
   }
-  if (!workspace) workspace = std::make_unique<runtime::AlignedBuffer>(std::max<int64_t>(plan->elements, 1));
+  if (!workspace)
+    workspace = std::make_unique<runtime::AlignedBuffer>(std::max<int64_t>(plan->elements, 1));
 
   const Graph& g = m.graph;
   const int in = g.input_id();
@@ -233,7 +239,8 @@ void Model::run(const float* input, int64_t t, float* output,
     args.clear();
     for (int id : n.inputs) args.push_back({pointer(id), g.tensor(id).elements(t)});
     const Impl::Step& step = m.steps[s];
-    const auto start = node_seconds ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto start =
+        node_seconds ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     step.module->run(shape, args, {pointer(n.output), g.tensor(n.output).elements(t)},
                      step.packed.per_kernel.empty() ? nullptr : &step.packed);
     if (node_seconds) (*node_seconds)[s] += seconds_since(start);

@@ -220,8 +220,9 @@ AttentionOp match_attention(const te::Operator& op) {
         return refuse("the mask's first dimension does not divide Q's");
       a.heads = a.slices / *batch;
     }
-    canonical = attention(t.min, t.max, a.heads,
-                          attention_shapes(a.slices / a.heads, a.heads, a.head_dim, masked), a.scale);
+    canonical =
+        attention(t.min, t.max, a.heads,
+                  attention_shapes(a.slices / a.heads, a.heads, a.head_dim, masked), a.scale);
   }
   if (canonical.describe() != op.describe()) return refuse("its definition differs");
   a.t = t.var;

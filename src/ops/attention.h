@@ -80,8 +80,8 @@ struct AttentionOp {
                                 const ir::Expr& d) const;
 };
 
-// Recognizes an operator built by attention() or attention_packed_qkv() (checked by declaring it again from its
-// shapes and scale and comparing the definitions). Throws dietcode::Error otherwise.
+// Recognizes an operator built by attention() or attention_packed_qkv() (checked by declaring it
+// again from its shapes and scale and comparing the definitions). Throws dietcode::Error otherwise.
 AttentionOp match_attention(const te::Operator& op);
 // True when match_attention would succeed.
 bool is_attention(const te::Operator& op);

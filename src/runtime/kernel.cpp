@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "codegen/llvm/jit.h"
-#include "runtime/abi.h"
 #include "ir/printer.h"
+#include "runtime/abi.h"
 #include "support/error.h"
 #include "support/hash.h"
 

@@ -40,7 +40,8 @@ PackedWeights Module::prepack(const std::vector<int64_t>& shape, ConstTensor wei
     // the layout is a function of the schedule's panel width and blocking).
     for (const auto& earlier : w.per_kernel)
       if (earlier && earlier->size() == packed->size() &&
-          std::memcmp(earlier->data(), packed->data(), sizeof(float) * size_t(packed->size())) == 0) {
+          std::memcmp(earlier->data(), packed->data(), sizeof(float) * size_t(packed->size())) ==
+              0) {
         packed = earlier;
         break;
       }

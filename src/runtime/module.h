@@ -11,8 +11,8 @@
 // and only read here.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -30,8 +30,8 @@ constexpr int kModuleFormatVersion = 1;
 
 struct ModuleSpec {
   ops::OperatorSpec op;
-  schedule::Isa isa = schedule::Isa::Avx2;  // the vector ISA the kernels need
-  int threads = 1;  // threads the module was tuned for
+  schedule::Isa isa = schedule::Isa::Avx2;     // the vector ISA the kernels need
+  int threads = 1;                             // threads the module was tuned for
   std::vector<schedule::AnySchedule> kernels;  // of the operator's kind
   dispatch::DecisionTree dispatch;
   nlohmann::json machine;     // the CPU it was tuned on (informative)

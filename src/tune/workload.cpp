@@ -189,9 +189,9 @@ WorkloadSpec parse_workload_spec(const std::string& text, const std::string& pat
   w.name = j["name"].get<std::string>();
   if (!j.contains("operators") || !j["operators"].is_array() || j["operators"].empty())
     fail("operators", "expected a non-empty array of operators");
-  static const std::set<std::string> op_keys = {
-      "name", "op", "N", "K", "M", "batch", "layout", "epilogue", "mask", "packed_qkv", "eps",
-      "instances"};
+  static const std::set<std::string> op_keys = {"name", "op",         "N",      "K",
+                                                "M",    "batch",      "layout", "epilogue",
+                                                "mask", "packed_qkv", "eps",    "instances"};
   std::set<std::string> names;
   for (size_t i = 0; i < j["operators"].size(); ++i) {
     const nlohmann::json& o = j["operators"][i];

@@ -15,9 +15,10 @@
 //   }
 //
 // "op": dense, batch_matmul, attention (N heads of size K, optional "batch" sequences,
-// "mask" and "packed_qkv": Q, K, V from one [batch, T, 3 N K] input) or a row operator (add, gelu, gelu_tanh, softmax, layer_norm, add_layer_norm:
-// rows of N; layer_norm and add_layer_norm take "eps"). "N": "M" (or "K": "M") puts the shape variable on that side of a
-// batch_matmul too (attention's Q K^T and S V).
+// "mask" and "packed_qkv": Q, K, V from one [batch, T, 3 N K] input) or a row operator (add, gelu,
+// gelu_tanh, softmax, layer_norm, add_layer_norm: rows of N; layer_norm and add_layer_norm take
+// "eps"). "N": "M" (or "K": "M") puts the shape variable on that side of a batch_matmul too
+// (attention's Q K^T and S V).
 //
 // "instances" (optional) are [M, weight] pairs: the shapes the workload sees and how
 // often; without them every M in range counts once. Errors name the file, the line and

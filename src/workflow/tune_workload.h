@@ -41,7 +41,7 @@ struct TuneWorkloadOptions {
   // For a workload that is a model directory (bert-base): the whole encoder against ONNX
   // Runtime and libtorch at these layer counts, at the bench_m lengths.
   std::vector<int64_t> encoder_layers = {1, 12};
-  std::string report_dir;       // empty: no report
+  std::string report_dir;  // empty: no report
 };
 
 // Trials per operator when none are given: a preset workload of four BERT layers tunes
@@ -58,7 +58,7 @@ struct TunedOperator {
 struct TuneWorkloadResult {
   tune::WorkloadSpec workload;
   std::vector<TunedOperator> operators;
-  std::optional<bench::BenchResult> bench;  // empty when the benchmark did not run
+  std::optional<bench::BenchResult> bench;           // empty when the benchmark did not run
   std::optional<bench::EncoderBenchResult> encoder;  // bert-base: the end-to-end table
 };
 

@@ -51,7 +51,8 @@ std::vector<fs::path> objects(const fs::path& dir) {
 
 TEST(ObjectCache, SecondCompileReadsTheObjectAndDamageIsRebuilt) {
   if (codegen::program_build_id().empty()) GTEST_SKIP() << "this test binary has no build ID";
-  const fs::path dir = fs::temp_directory_path() / ("dietcode_objcache_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("dietcode_objcache_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   te::Operator op = ops::dense(1, 64, 40, 24, ops::parse_epilogue("bias+gelu"));
   std::mt19937_64 rng(1);

@@ -3,21 +3,20 @@
 // for T in 1..200 (past the tuned range), fresh random weights with nonzero biases, outputs
 // poisoned; modules of two kernels each (a dispatch split) so that several kernels of
 // every operator run; several threads at once; every bad wiring, file and argument refused.
-#include "model/model.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
-#include <new>
 #include <limits>
+#include <new>
 #include <random>
 #include <thread>
 
 #include "codegen/llvm/target.h"
 #include "dietcode/dietcode.h"
 #include "model/bert_reference.h"
+#include "model/model.h"
 #include "reference/reference.h"
 #include "runtime/module.h"
 #include "schedule/attention_schedule.h"
@@ -156,8 +155,8 @@ TEST(ModelGraph, BertEncoderWiringAndMemoryPlan) {
     for (int b = a + 1; b < int(g.tensors().size()); ++b) {
       if (plan.offset[b] < 0) continue;
       const bool live_together = first[a] <= last[b] && first[b] <= last[a];
-      const bool overlap = plan.offset[a] < plan.offset[b] + g.tensor(b).elements(128) &&
-                           plan.offset[b] < a_end;
+      const bool overlap =
+          plan.offset[a] < plan.offset[b] + g.tensor(b).elements(128) && plan.offset[b] < a_end;
       EXPECT_FALSE(live_together && overlap) << g.tensor(a).name << " and " << g.tensor(b).name;
     }
   }
@@ -181,9 +180,9 @@ TEST(ModelGraph, BadWiringIsRefused) {
   EXPECT_USER_ERROR(g.add("qkv", ops[0].op, {w, w, b}, {kT, 2304}),
                     "input X is tensor 'w' [2304, 768]");
   int w2 = g.weight("w2", {768, 768});
-  EXPECT_USER_ERROR(g.add("out", ops[2].op, {x, w2, g.weight("b2", {768}), g.weight("r", {1, 768})},
-                          {kT, 768}),
-                    "input residual is tensor 'r' [1, 768] of 768 elements at T = 2");
+  EXPECT_USER_ERROR(
+      g.add("out", ops[2].op, {x, w2, g.weight("b2", {768}), g.weight("r", {1, 768})}, {kT, 768}),
+      "input residual is tensor 'r' [1, 768] of 768 elements at T = 2");
   EXPECT_USER_ERROR(g.weight("w", {3}), "tensor 'w' is declared twice");
   EXPECT_USER_ERROR(g.weight("v", {kT, 3}), "weights cannot depend on T");
   EXPECT_USER_ERROR(g.input("z", {0, 3}), "expected positive extents or T");
@@ -230,8 +229,8 @@ TEST(ModelWeights, KernelsThatPackAlikeShareOnePackedCopy) {
   EXPECT_EQ(packed.bytes(), 4 * (packed.per_kernel[0]->size() + packed.per_kernel[2]->size()));
   for (int64_t t : {1, 9, 10, 19, 20, 30}) {  // every kernel runs, on the shared copy
     std::vector<float> x = random_input(t * 24, rng), y(t * 40, NAN);
-    module.run({t}, {{x.data(), int64_t(x.size())}, {w.data(), int64_t(w.size())},
-                     {bias.data(), 40}},
+    module.run({t},
+               {{x.data(), int64_t(x.size())}, {w.data(), int64_t(w.size())}, {bias.data(), 40}},
                {y.data(), int64_t(y.size())}, &packed);
     std::vector<double> want = reference::evaluate(built, {t}, {x.data(), w.data(), bias.data()});
     EXPECT_LE(reference::relative_error(y.data(), want), 1e-6) << "T = " << t;
@@ -303,7 +302,8 @@ TEST(Model, ConcurrentCallsOfDifferentLengths) {
 }
 
 TEST(Model, ForwardAllocatesNothingOnceWarm) {
-  if (!testing_alloc::counting_supported()) GTEST_SKIP() << "operator new belongs to AddressSanitizer here";
+  if (!testing_alloc::counting_supported())
+    GTEST_SKIP() << "operator new belongs to AddressSanitizer here";
   model::BertConfig c = small_config();
   fs::path dir = temp_dir("alloc");
   write_modules(dir, c, 12, 20);
@@ -358,7 +358,8 @@ TEST(Model, PublicApiRunsTheEncoderAndChecksBuffers) {
   std::vector<float> x(5 * 64), y(5 * 64);
   EXPECT_USER_ERROR(m.forward(5, {x.data(), 4 * 64}, {y.data(), 5 * 64}),
                     "input has 256 elements; expected seq_len x hidden = 5 x 64 = 320");
-  EXPECT_USER_ERROR(m.forward(5, {x.data(), 5 * 64}, {nullptr, 5 * 64}), "output has 320 elements (null)");
+  EXPECT_USER_ERROR(m.forward(5, {x.data(), 5 * 64}, {nullptr, 5 * 64}),
+                    "output has 320 elements (null)");
   EXPECT_USER_ERROR(m.forward(0, {x.data(), 0}, {y.data(), 0}), "sequence length 0");
   fs::remove_all(dir);
 }
@@ -368,7 +369,8 @@ TEST(Model, BadFilesAndArgumentsAreRefused) {
   fs::path dir = temp_dir("bad");
   const std::string weights = (dir / "weights.safetensors").string();
   write_weights(weights, c, 9);
-  EXPECT_USER_ERROR(model::Model::load((dir / "nothing").string(), weights), "not a model directory");
+  EXPECT_USER_ERROR(model::Model::load((dir / "nothing").string(), weights),
+                    "not a model directory");
   EXPECT_USER_ERROR(model::Model::load(dir.string(), weights), "qkv.module.json: missing");
   // Modules tuned for another size than the weights.
   model::BertConfig other = c;

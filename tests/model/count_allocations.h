@@ -6,6 +6,6 @@
 
 namespace testing_alloc {
 bool counting_supported();
-void start();     // count from now on, on this thread, from zero
-int64_t stop();   // stop counting; the count
+void start();    // count from now on, on this thread, from zero
+int64_t stop();  // stop counting; the count
 }  // namespace testing_alloc

@@ -1,8 +1,8 @@
 // `dietcode bench`: generated kernels against OpenBLAS, oneDNN, BLIS and LIBXSMM on a
 // named workload, with the machine's roofline; a table, and optionally CSV and a plot.
-#include <memory>
-
 #include <fmt/format.h>
+
+#include <memory>
 
 #include "benchmark/bench_job.h"
 #include "benchmark/encoder_bench.h"

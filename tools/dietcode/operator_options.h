@@ -18,8 +18,8 @@ struct OperatorOptions {
   std::string n = "64", k = "64";  // an integer, or "M" (batch_matmul: the shape variable)
   int64_t batch = 2;
   std::string m = "1,2,3,5,7,8,15,16,17,31,63,64,65,127,128,129";
-  std::string range;  // declared range of M, "LO..HI"; default: min..max of the M list
-  bool mask = false;  // attention: a [batch, T] additive mask input
+  std::string range;        // declared range of M, "LO..HI"; default: min..max of the M list
+  bool mask = false;        // attention: a [batch, T] additive mask input
   bool packed_qkv = false;  // attention: one QKV input, the packed layout
   double eps = 1e-5;        // layer_norm, add_layer_norm
 

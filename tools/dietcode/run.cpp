@@ -67,9 +67,10 @@ int run_model(const RunOptions& o) {
   }
   std::sort(times.begin(), times.end());
   const model::Model::Memory mem = m.memory();
-  fmt::print("memory: weights packed {:.1f} MB (the file mapped beside), workspace {:.2f} MB "
-             "(T <= {})\n",
-             1e-6 * double(mem.weight_bytes), 1e-6 * double(mem.workspace_bytes), mem.t_capacity);
+  fmt::print(
+      "memory: weights packed {:.1f} MB (the file mapped beside), workspace {:.2f} MB "
+      "(T <= {})\n",
+      1e-6 * double(mem.weight_bytes), 1e-6 * double(mem.workspace_bytes), mem.t_capacity);
   double checksum = 0;
   for (float e : y) checksum += e;
   const double median = times[times.size() / 2];

@@ -37,8 +37,9 @@ int run_tune(TuneCliOptions o) {
   if (w.tune.per_shape) w.tune.per_shape_m = o.op.m_values();
   w.bench = !o.no_bench;
   w.bench_m = parse_int_list(o.bench_m, "--bench-M");
-  w.encoder_layers = o.encoder_layers == "none" ? std::vector<int64_t>{}
-                                                : parse_int_list(o.encoder_layers, "--bench-layers");
+  w.encoder_layers = o.encoder_layers == "none"
+                         ? std::vector<int64_t>{}
+                         : parse_int_list(o.encoder_layers, "--bench-layers");
   if (o.evaluate_model)
     workflow::evaluate_model(w);
   else

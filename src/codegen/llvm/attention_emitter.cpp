@@ -213,7 +213,8 @@ class AttentionEmitter {
     const int64_t chains = n * row_vectors_;
     const int64_t split = std::clamp<int64_t>(kMinChains / chains, 1, 4);
     std::vector<llvm::Value*> key_rows;
-    for (int64_t i = 0; i < n; ++i) key_rows.push_back(at(keys, mul(add(jl, i64(i)), i64(in_stride_))));
+    for (int64_t i = 0; i < n; ++i)
+      key_rows.push_back(at(keys, mul(add(jl, i64(i)), i64(in_stride_))));
     // sums[(p * n + i) * row_vectors + v]: partial sum p, key jl + i, row vector v.
     auto step = [&](llvm::Value* d, const Carried& sums, int64_t p) {
       Carried next = sums;

@@ -1,10 +1,10 @@
 #include "codegen/llvm/codegen_llvm.h"
 
-#include <algorithm>
-
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
+
+#include <algorithm>
 
 #include "codegen/llvm/activation.h"
 #include "ir/printer.h"

@@ -1,5 +1,6 @@
 #include "codegen/llvm/jit.h"
 
+#include <fmt/format.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
@@ -7,24 +8,22 @@
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CommandLine.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
-#include <fmt/format.h>
-#include <llvm/Support/MemoryBuffer.h>
-
 #include <atomic>
 #include <cstring>
-#include <optional>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "codegen/llvm/codegen_llvm.h"
 #include "codegen/llvm/jit_engine.h"
 #include "codegen/llvm/object_cache.h"
-#include "support/hash.h"
 #include "support/error.h"
+#include "support/hash.h"
 
 namespace dietcode::codegen {
 
@@ -128,7 +127,6 @@ class Engine {
   llvm::TargetMachine& target_machine() { return *tm_; }
   std::string next_prefix() { return "dc" + std::to_string(counter_++) + "_"; }
 
-
   void define_symbols(const std::vector<JitSymbol>& symbols) {
     std::lock_guard<std::mutex> lock(symbols_mutex_);
     orc::MangleAndInterner mangle(jit_->getExecutionSession(), jit_->getDataLayout());
@@ -197,8 +195,7 @@ class OrcJitDylibModule : public JitModule {
       llvm::consumeError(std::move(e));  // process exit path
   }
   void* lookup(const std::string& name) const override {
-    return unwrap(Engine::get().jit().lookup(jd_, name), "looking up a JIT symbol")
-        .toPtr<void*>();
+    return unwrap(Engine::get().jit().lookup(jd_, name), "looking up a JIT symbol").toPtr<void*>();
   }
 
  private:

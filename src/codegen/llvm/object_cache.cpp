@@ -103,8 +103,8 @@ std::optional<std::string> read_cached_object(const std::string& dir, uint64_t k
     std::memcpy(&h, bytes.data(), sizeof h);
     payload = bytes.substr(sizeof h);
   }
-  if (bytes.size() < sizeof h || std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 ||
-      h.key != key || h.size != payload.size() || fnv1a64(payload) != h.checksum) {
+  if (bytes.size() < sizeof h || std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.key != key ||
+      h.size != payload.size() || fnv1a64(payload) != h.checksum) {
     ++damaged;
     return std::nullopt;
   }
