@@ -57,11 +57,7 @@ BenchResult run_bench_job(BenchJob job) {
   for (auto& module : load_labelled_modules(job.module_paths))
     job.options.modules.push_back(std::move(module));
   // Output paths are checked before minutes of measurement, not after.
-  if (!job.plot_path.empty()) {
-    std::string ext = std::filesystem::path(job.plot_path).extension().string();
-    if (ext != ".svg" && ext != ".png")
-      user_error("--plot {}: expected a .svg or .png file name", job.plot_path);
-  }
+  if (!job.plot_path.empty()) check_plot_path(job.plot_path);
   if (!job.csv_path.empty() && !std::ofstream(job.csv_path, std::ios::app))
     user_error("--csv {}: cannot open the file for writing", job.csv_path);
   if (job.options.peers_dir.empty()) job.options.peers_dir = default_peers_dir();

@@ -19,6 +19,7 @@
 
 #include "benchmark/harness.h"
 #include "benchmark/model_peer_api.h"
+#include "benchmark/report.h"
 #include "benchmark/roofline.h"
 #include "codegen/llvm/target.h"
 #include "model/bert_reference.h"
@@ -172,11 +173,40 @@ void check_options(const EncoderBenchOptions& o) {
   for (const std::string& e : o.engines)
     if (e != "libtorch" && e != "onnxruntime" && e != "none")
       user_error("--peers {}: the encoder's peers are libtorch and onnxruntime (or none)", e);
+  // Output paths are checked before minutes of measurement, not after.
+  if (!o.plot_path.empty()) check_plot_path(o.plot_path);
+  if (!o.csv_path.empty() && !std::ofstream(o.csv_path, std::ios::app))
+    user_error("--csv {}: cannot open the file for writing", o.csv_path);
 }
 
 bool wanted(const EncoderBenchOptions& o, const std::string& engine) {
   return o.engines.empty() ||
          std::find(o.engines.begin(), o.engines.end(), engine) != o.engines.end();
+}
+
+// The weights: given, or random ones of the model directory's sizes (written once, seed 1,
+// into the model directory).
+std::string resolve_weights(const EncoderBenchOptions& o, int64_t layers) {
+  if (!o.weights.empty()) return o.weights;
+  const fs::path qkv = fs::path(o.model_dir) / "qkv.module.json";
+  const fs::path ffn1 = fs::path(o.model_dir) / "ffn1.module.json";
+  const fs::path att = fs::path(o.model_dir) / "attention.module.json";
+  for (const fs::path& p : {qkv, ffn1, att})
+    if (!fs::exists(p))
+      user_error("{}: missing; `dietcode tune bert-base --out {}` writes the model directory",
+                 p.string(), o.model_dir);
+  model::BertShape shape;
+  shape.layers = layers;
+  shape.hidden = runtime::load_module_spec(qkv.string()).op.k;
+  shape.ffn = runtime::load_module_spec(ffn1.string()).op.n;
+  shape.heads = runtime::load_module_spec(att.string()).op.n;
+  const std::string path =
+      (fs::path(o.model_dir) / fmt::format("random-{}-layers.safetensors", layers)).string();
+  if (!fs::exists(path)) {
+    if (!o.quiet) fmt::print(stderr, "writing random weights (seed 1) to {}\n", path);
+    model::write_random_bert_weights(path, shape, 1);
+  }
+  return path;
 }
 
 }  // namespace
@@ -190,28 +220,7 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
   };
   const int64_t max_layers = *std::max_element(o.layers.begin(), o.layers.end());
 
-  // The weights: given, or random ones of the model directory's sizes.
-  std::string weights = o.weights;
-  if (weights.empty()) {
-    const fs::path qkv = fs::path(o.model_dir) / "qkv.module.json";
-    const fs::path ffn1 = fs::path(o.model_dir) / "ffn1.module.json";
-    const fs::path att = fs::path(o.model_dir) / "attention.module.json";
-    for (const fs::path& p : {qkv, ffn1, att})
-      if (!fs::exists(p))
-        user_error("{}: missing; `dietcode tune bert-base --out {}` writes the model directory",
-                   p.string(), o.model_dir);
-    model::BertShape shape;
-    shape.layers = max_layers;
-    shape.hidden = runtime::load_module_spec(qkv.string()).op.k;
-    shape.ffn = runtime::load_module_spec(ffn1.string()).op.n;
-    shape.heads = runtime::load_module_spec(att.string()).op.n;
-    weights =
-        (fs::path(o.model_dir) / fmt::format("random-{}-layers.safetensors", max_layers)).string();
-    if (!fs::exists(weights)) {
-      if (!o.quiet) fmt::print(stderr, "writing random weights (seed 1) to {}\n", weights);
-      model::write_random_bert_weights(weights, shape, 1);
-    }
-  }
+  const std::string weights = resolve_weights(o, max_layers);
   model::Safetensors file = model::Safetensors::open(weights);
   std::map<std::string, WeightView> views;
   for (const auto& [name, info] : file.tensors()) views[name] = {info.data, info.shape};
@@ -265,7 +274,17 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
           torch_ok = false;
         }
       }
-      std::map<int64_t, std::vector<float>> ours;
+      std::map<int64_t, std::vector<float>> ours;  // our output and roofline per T
+      std::map<int64_t, double> roofline_ms;
+      auto add = [&](int64_t t, const std::string& engine, EncoderMeasurement e, double diff) {
+        e.layers = layers;
+        e.threads = threads;
+        e.t = t;
+        e.engine = engine;
+        e.diff = diff;
+        e.roofline_ms = roofline_ms.at(t);
+        r.rows.push_back(e);
+      };
       for (size_t ti = 0; ti < o.lengths.size(); ++ti) {
         const int64_t t = o.lengths[ti];
         std::mt19937_64 rng{uint64_t(t)};
@@ -273,18 +292,9 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
         std::vector<float> x(t * c.hidden), y(x.size()), peer_y(x.size());
         for (float& e : x) e = dist(rng);
         write_floats(io / fmt::format("input-{}.bin", t), x);
-        const double roofline_ms = 1e3 * std::max(m.graph().flops(t) / (roof.peak_gflops * 1e9),
-                                                  weight_bytes / (level.gbps * 1e9));
-        auto add = [&](const std::string& engine, EncoderMeasurement e, double diff) {
-          e.layers = layers;
-          e.threads = threads;
-          e.t = t;
-          e.engine = engine;
-          e.diff = diff;
-          e.roofline_ms = roofline_ms;
-          r.rows.push_back(e);
-        };
-        add("dietcode", time_calls(o.repeat, [&] { m.forward(x.data(), t, y.data()); }), 0);
+        roofline_ms[t] = 1e3 * std::max(m.graph().flops(t) / (roof.peak_gflops * 1e9),
+                                        weight_bytes / (level.gbps * 1e9));
+        add(t, "dietcode", time_calls(o.repeat, [&] { m.forward(x.data(), t, y.data()); }), 0);
         ours[t] = y;
         if (layers * t <= 24) {  // cheap enough: ours against the float64 encoder too
           double err =
@@ -296,7 +306,7 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
           try {
             EncoderMeasurement e =
                 time_calls(o.repeat, [&] { torch.peer->forward(x.data(), t, peer_y.data()); });
-            add("libtorch", e, relative_difference(peer_y, y));
+            add(t, "libtorch", e, relative_difference(peer_y, y));
             // Its BLAS's workers spin for ~0.07 s after a call (OpenBLAS's THREAD_TIMEOUT);
             // let them sleep before the next engine is timed.
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -328,16 +338,7 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
             e.median_ms = j["median_ms"].get<double>();
             e.best_ms = j["best_ms"].get<double>();
             e.worst_ms = j["worst_ms"].get<double>();
-            e.layers = layers;
-            e.threads = threads;
-            e.t = t;
-            e.engine = std::string("onnxruntime-") + graph;
-            e.diff = relative_difference(out, ours.at(t));
-            e.roofline_ms = 0;
-            for (const EncoderMeasurement& d : r.rows)
-              if (d.engine == "dietcode" && d.layers == layers && d.threads == threads && d.t == t)
-                e.roofline_ms = d.roofline_ms;
-            r.rows.push_back(e);
+            add(t, std::string("onnxruntime-") + graph, e, relative_difference(out, ours.at(t)));
           }
         } catch (const std::exception& e) {
           note(fmt::format("onnxruntime ({} graph): skipped: {}", graph, e.what()));
@@ -416,47 +417,35 @@ void write_encoder_csv(const EncoderBenchResult& r, const std::string& path) {
 }
 
 void write_encoder_plot(const EncoderBenchResult& r, const std::string& path) {
-  const std::string ext = fs::path(path).extension().string();
-  if (ext != ".svg" && ext != ".png")
-    user_error("--plot {}: expected a .svg or .png file name", path);
-  const fs::path dir =
-      fs::temp_directory_path() / fmt::format("dietcode-encoder-plot-{}", ::getpid());
-  fs::create_directories(dir);
   std::set<std::pair<int, int64_t>> groups;
   for (const EncoderMeasurement& m : r.rows) groups.insert({m.threads, m.layers});
-  std::string script = fmt::format(
-      "set terminal {} size 900,{}\nset output '{}'\nset multiplot layout {},1\nset key outside "
-      "right\nset grid\nset xlabel 'sequence length T'\nset ylabel 'latency (ms)'\n",
-      ext == ".svg" ? "svg dynamic" : "pngcairo", 320 * groups.size(), path, groups.size());
-  int index = 0;
-  for (const auto& [threads, layers] : groups) {
-    script +=
-        fmt::format("set title 'BERT encoder, {} layers, {} threads'\nplot ", layers, threads);
-    std::map<std::string, std::vector<const EncoderMeasurement*>> series;
-    for (const EncoderMeasurement& m : r.rows)
-      if (m.threads == threads && m.layers == layers) series[m.engine].push_back(&m);
-    bool first = true;
-    for (const auto& [engine, rows] : series) {
-      const fs::path data = dir / fmt::format("{}.dat", index++);
-      std::ofstream f(data);
-      for (const EncoderMeasurement* m : rows)
-        f << m->t << " " << m->median_ms << " " << m->roofline_ms << "\n";
-      script += fmt::format("{}'{}' using 1:2 with linespoints title '{}'", first ? "" : ", ",
-                            data.string(), engine);
-      if (engine == "dietcode")
-        script +=
-            fmt::format(", '{}' using 1:3 with lines dashtype 2 lc rgb 'black' title 'roofline'",
-                        data.string());
-      first = false;
+  draw_plot(path, groups.size(), [&](const fs::path& dir) {
+    std::string script = "set xlabel 'sequence length T'\nset ylabel 'latency (ms)'\n";
+    int index = 0;
+    for (const auto& [threads, layers] : groups) {
+      script +=
+          fmt::format("set title 'BERT encoder, {} layers, {} threads'\nplot ", layers, threads);
+      std::map<std::string, std::vector<const EncoderMeasurement*>> series;
+      for (const EncoderMeasurement& m : r.rows)
+        if (m.threads == threads && m.layers == layers) series[m.engine].push_back(&m);
+      bool first = true;
+      for (const auto& [engine, rows] : series) {
+        const fs::path data = dir / fmt::format("{}.dat", index++);
+        std::ofstream f(data);
+        for (const EncoderMeasurement* m : rows)
+          f << m->t << " " << m->median_ms << " " << m->roofline_ms << "\n";
+        script += fmt::format("{}'{}' using 1:2 with linespoints title '{}'", first ? "" : ", ",
+                              data.string(), engine);
+        if (engine == "dietcode")
+          script +=
+              fmt::format(", '{}' using 1:3 with lines dashtype 2 lc rgb 'black' title 'roofline'",
+                          data.string());
+        first = false;
+      }
+      script += "\n";
     }
-    script += "\n";
-  }
-  script += "unset multiplot\n";
-  std::ofstream(dir / "plot.gp") << script;
-  const int status =
-      std::system(fmt::format("gnuplot '{}' >/dev/null 2>&1", (dir / "plot.gp").string()).c_str());
-  fs::remove_all(dir);
-  if (status != 0) user_error("--plot {}: gnuplot failed; is gnuplot-nox installed?", path);
+    return script;
+  });
 }
 
 }  // namespace dietcode::bench

@@ -197,50 +197,65 @@ void write_csv(const BenchResult& r, const std::string& path) {
 }
 
 void write_plot(const BenchResult& r, const std::string& path) {
-  namespace fs = std::filesystem;
-  std::string ext = fs::path(path).extension().string();
-  if (ext != ".svg" && ext != ".png")
-    user_error("--plot {}: expected a .svg or .png file name", path);
-  fs::path dir = fs::temp_directory_path() / fmt::format("dietcode-plot-{}", ::getpid());
-  fs::create_directories(dir);
   std::vector<std::string> layers;
   std::map<std::string, std::map<std::string, std::vector<const Measurement*>>> series;
   for (const Measurement& m : r.rows) {
     if (!series.count(m.workload)) layers.push_back(m.workload);
     series[m.workload][m.impl].push_back(&m);
   }
-  std::string script =
-      fmt::format("set terminal {} size 900,{}\nset output '{}'\n",
-                  ext == ".svg" ? "svg dynamic" : "pngcairo", 320 * layers.size(), path);
-  script += fmt::format(
-      "set multiplot layout {},1\nset key outside right\nset grid\nset xlabel 'M (T)'\n",
-      layers.size());
-  int file_index = 0;
-  for (const std::string& layer : layers) {
-    script += fmt::format("set ylabel '{}'\nset title '{} ({} threads)'\nplot ",
-                          series[layer].begin()->second[0]->unit, layer, r.roofline.threads);
-    bool first = true;
-    for (auto& [impl, rows] : series[layer]) {
-      fs::path data = dir / fmt::format("{}.dat", file_index++);
-      std::ofstream f(data);
-      for (const Measurement* m : rows)
-        f << m->t << " " << m->gflops << " " << m->roofline_gflops << "\n";
-      script += fmt::format("{}'{}' using 1:2 with linespoints title '{}'", first ? "" : ", ",
-                            data.string(), impl);
-      if (impl.rfind("dietcode", 0) == 0 && impl == series[layer].begin()->first)
-        script +=
-            fmt::format(", '{}' using 1:3 with lines dashtype 2 lc rgb 'black' title 'roofline'",
-                        data.string());
-      first = false;
+  draw_plot(path, layers.size(), [&](const std::filesystem::path& dir) {
+    std::string script = "set xlabel 'M (T)'\n";
+    int file_index = 0;
+    for (const std::string& layer : layers) {
+      script += fmt::format("set ylabel '{}'\nset title '{} ({} threads)'\nplot ",
+                            series[layer].begin()->second[0]->unit, layer, r.roofline.threads);
+      bool first = true;
+      for (auto& [impl, rows] : series[layer]) {
+        std::filesystem::path data = dir / fmt::format("{}.dat", file_index++);
+        std::ofstream f(data);
+        for (const Measurement* m : rows)
+          f << m->t << " " << m->gflops << " " << m->roofline_gflops << "\n";
+        script += fmt::format("{}'{}' using 1:2 with linespoints title '{}'", first ? "" : ", ",
+                              data.string(), impl);
+        if (impl.rfind("dietcode", 0) == 0 && impl == series[layer].begin()->first)
+          script +=
+              fmt::format(", '{}' using 1:3 with lines dashtype 2 lc rgb 'black' title 'roofline'",
+                          data.string());
+        first = false;
+      }
+      script += "\n";
     }
-    script += "\n";
-  }
+    return script;
+  });
+}
+
+void check_plot_path(const std::string& path) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext != ".svg" && ext != ".png")
+    user_error("--plot {}: expected a .svg or .png file name", path);
+}
+
+void draw_plot(const std::string& path, size_t panels,
+               const std::function<std::string(const std::filesystem::path& data_dir)>& panels_fn) {
+  namespace fs = std::filesystem;
+  check_plot_path(path);
+  fs::path dir = fs::temp_directory_path() / fmt::format("dietcode-plot-{}", ::getpid());
+  fs::create_directories(dir);
+  const bool svg = fs::path(path).extension() == ".svg";
+  std::string script = fmt::format(
+      "set terminal {} size 900,{}\nset output '{}'\nset multiplot layout {},1\n"
+      "set key outside right\nset grid\n",
+      svg ? "svg dynamic" : "pngcairo", 320 * panels, path, panels);
+  script += panels_fn(dir);
   script += "unset multiplot\n";
   fs::path script_path = dir / "plot.gp";
   std::ofstream(script_path) << script;
   std::string command = fmt::format("gnuplot '{}' 2>&1", script_path.string());
   FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) user_error("--plot: cannot run gnuplot (apt-get install gnuplot-nox)");
+  if (!pipe) {
+    fs::remove_all(dir);
+    user_error("--plot: cannot run gnuplot (apt-get install gnuplot-nox)");
+  }
   std::string output;
   char buf[256];
   while (fgets(buf, sizeof buf, pipe)) output += buf;

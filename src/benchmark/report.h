@@ -3,6 +3,8 @@
 // the CSV file and the plot.
 #pragma once
 
+#include <filesystem>
+#include <functional>
 #include <string>
 
 #include "benchmark/result.h"
@@ -15,5 +17,15 @@ std::string format_table(const BenchResult& r);
 void write_csv(const BenchResult& r, const std::string& path);
 // The rate vs T per implementation, one panel per layer, through gnuplot; .svg or .png.
 void write_plot(const BenchResult& r, const std::string& path);
+
+// Throws dietcode::Error unless `path` names a .svg or .png file (checked before minutes of
+// measurement, not after).
+void check_plot_path(const std::string& path);
+// A plot of `panels` panels stacked vertically, drawn by gnuplot into `path`: `panels_fn`
+// writes its data files into a temporary folder and returns the commands of every panel
+// (after the terminal, output, layout, key and grid settings this sets). Throws
+// dietcode::Error for a bad path or a gnuplot failure.
+void draw_plot(const std::string& path, size_t panels,
+               const std::function<std::string(const std::filesystem::path& data_dir)>& panels_fn);
 
 }  // namespace dietcode::bench

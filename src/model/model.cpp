@@ -57,6 +57,7 @@ struct Model::Impl {
   Safetensors weights;
   std::vector<runtime::AlignedBuffer> stacked;  // Q K V weights and biases, stacked
   std::vector<const float*> data;               // per tensor: weights; others null
+  int input = -1;                               // the graph's input tensor
   struct Step {
     const runtime::Module* module;
     runtime::PackedWeights packed;
@@ -121,6 +122,7 @@ Model Model::load(const std::string& model_dir, const std::string& weights_path,
   c.t_max = specs["qkv"].op.m_max;
   c.check();
   m.graph = bert_encoder(c);
+  m.input = m.graph.input_id();
   for (const NamedOperator& o : bert_operators(c)) {
     const ops::OperatorSpec& have = specs[o.name].op;
     if (operator_key(have) != operator_key(o.op))
@@ -223,7 +225,7 @@ void Model::run(const float* input, int64_t t, float* output,
     workspace = std::make_unique<runtime::AlignedBuffer>(std::max<int64_t>(plan->elements, 1));
 
   const Graph& g = m.graph;
-  const int in = g.input_id();
+  const int in = m.input;
   auto pointer = [&](int id) -> float* {
     if (id == g.output()) return output;
     if (id == in) return const_cast<float*>(input);

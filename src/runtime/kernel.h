@@ -68,6 +68,9 @@ class Kernel {
 
   bool needs_prepack() const { return lowered_.prepacked_b; }
   int prepacked_input() const { return lowered_.prepacked_input; }
+  // Identifies the layout prepack() writes (a hash of the packing program): kernels with
+  // the same id accept each other's packed buffers.
+  uint64_t packed_layout() const { return packed_layout_; }
   // The element count of the pre-packed input for a shape (a 16-float header that
   // identifies the packed layout, then the panels).
   int64_t packed_size(const std::vector<int64_t>& shape) const;

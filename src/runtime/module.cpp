@@ -1,6 +1,6 @@
 #include "runtime/module.h"
 
-#include <cstring>
+#include <map>
 
 #include "dispatch/dispatch_codegen.h"
 #include "support/error.h"
@@ -30,22 +30,17 @@ int Module::select(const std::vector<int64_t>& shape) const {
 
 PackedWeights Module::prepack(const std::vector<int64_t>& shape, ConstTensor weights) const {
   PackedWeights w;
+  // Kernels with the same packed layout (the same panel width and blocking) share one
+  // buffer, packed once.
+  std::map<uint64_t, std::shared_ptr<const AlignedBuffer>> by_layout;
   for (const Kernel& k : kernels_) {
     if (!k.needs_prepack()) {
       w.per_kernel.push_back(nullptr);
       continue;
     }
-    auto packed = std::make_shared<const AlignedBuffer>(k.prepack(shape, weights));
-    // A kernel with the same packing as an earlier one shares its buffer (byte-identical:
-    // the layout is a function of the schedule's panel width and blocking).
-    for (const auto& earlier : w.per_kernel)
-      if (earlier && earlier->size() == packed->size() &&
-          std::memcmp(earlier->data(), packed->data(), sizeof(float) * size_t(packed->size())) ==
-              0) {
-        packed = earlier;
-        break;
-      }
-    w.per_kernel.push_back(std::move(packed));
+    std::shared_ptr<const AlignedBuffer>& packed = by_layout[k.packed_layout()];
+    if (!packed) packed = std::make_shared<const AlignedBuffer>(k.prepack(shape, weights));
+    w.per_kernel.push_back(packed);
   }
   return w;
 }

@@ -125,6 +125,20 @@ model::BertConfig small_config() {
   return c;
 }
 
+// A model directory in a temporary folder (removed with the object): modules of two
+// kernels each (the first for T <= split) and random weights in weights.safetensors.
+struct TestModel {
+  fs::path dir;
+  std::string weights;
+  TestModel(const std::string& name, const model::BertConfig& c, uint64_t modules_seed,
+            uint64_t weights_seed, int64_t split)
+      : dir(temp_dir(name)), weights((dir / "weights.safetensors").string()) {
+    write_modules(dir, c, modules_seed, split);
+    write_weights(weights, c, weights_seed);
+  }
+  ~TestModel() { fs::remove_all(dir); }
+};
+
 }  // namespace
 
 TEST(ModelGraph, BertEncoderWiringAndMemoryPlan) {
@@ -239,10 +253,9 @@ TEST(ModelWeights, KernelsThatPackAlikeShareOnePackedCopy) {
 
 TEST(Model, EncoderMatchesFloat64AtEveryLength) {
   model::BertConfig c = small_config();
-  fs::path dir = temp_dir("small");
-  write_modules(dir, c, 1, 24);
-  const std::string weights = (dir / "weights.safetensors").string();
-  write_weights(weights, c, 2);
+  TestModel tm("small", c, 1, 2, 24);
+  const fs::path& dir = tm.dir;
+  const std::string& weights = tm.weights;
   model::Safetensors w = model::Safetensors::open(weights);
   std::mt19937_64 rng(3);
   for (int64_t layers : {1, 2}) {
@@ -259,31 +272,27 @@ TEST(Model, EncoderMatchesFloat64AtEveryLength) {
     }
     std::printf("[ measured ] %lld layers: worst relative error %.2e\n", (long long)layers, worst);
   }
-  fs::remove_all(dir);
 }
 
 TEST(Model, BertBaseLayerMatchesFloat64) {
   // The real sizes (hidden 768, 12 heads of 64, FFN 3072), one layer.
   model::BertConfig c;
   c.layers = 1;
-  fs::path dir = temp_dir("base");
-  write_modules(dir, c, 4, 16);
-  const std::string weights = (dir / "weights.safetensors").string();
-  write_weights(weights, c, 5);
+  TestModel tm("base", c, 4, 5, 16);
+  const fs::path& dir = tm.dir;
+  const std::string& weights = tm.weights;
   model::Safetensors w = model::Safetensors::open(weights);
   model::Model m = model::Model::load(dir.string(), weights);
   std::mt19937_64 rng(6);
   for (int64_t t : {1, 2, 13, 64})
     EXPECT_LE(forward_error(m, w, t, rng), kTolerance) << "T = " << t;
-  fs::remove_all(dir);
 }
 
 TEST(Model, ConcurrentCallsOfDifferentLengths) {
   model::BertConfig c = small_config();
-  fs::path dir = temp_dir("threads");
-  write_modules(dir, c, 7, 40);
-  const std::string weights = (dir / "weights.safetensors").string();
-  write_weights(weights, c, 8);
+  TestModel tm("threads", c, 7, 8, 40);
+  const fs::path& dir = tm.dir;
+  const std::string& weights = tm.weights;
   model::Safetensors w = model::Safetensors::open(weights);
   model::Model m = model::Model::load(dir.string(), weights);
   std::vector<double> errors(4);
@@ -298,17 +307,15 @@ TEST(Model, ConcurrentCallsOfDifferentLengths) {
     });
   for (std::thread& t : threads) t.join();
   for (double e : errors) EXPECT_LE(e, kTolerance);
-  fs::remove_all(dir);
 }
 
 TEST(Model, ForwardAllocatesNothingOnceWarm) {
   if (!testing_alloc::counting_supported())
     GTEST_SKIP() << "operator new belongs to AddressSanitizer here";
   model::BertConfig c = small_config();
-  fs::path dir = temp_dir("alloc");
-  write_modules(dir, c, 12, 20);
-  const std::string weights = (dir / "weights.safetensors").string();
-  write_weights(weights, c, 13);
+  TestModel tm("alloc", c, 12, 13, 20);
+  const fs::path& dir = tm.dir;
+  const std::string& weights = tm.weights;
   model::Model m = model::Model::load(dir.string(), weights);
   std::vector<float> x(400 * 64, 0.5f), y(x.size());
   m.forward(x.data(), 1, y.data());  // the first call creates the workspace
@@ -329,15 +336,13 @@ TEST(Model, ForwardAllocatesNothingOnceWarm) {
   for (int64_t t : {256, 1, 199, 130, 7}) m.forward(x.data(), t, y.data());
   EXPECT_EQ(testing_alloc::stop(), 0);
   EXPECT_EQ(m.memory().workspace_bytes, grown.workspace_bytes);
-  fs::remove_all(dir);
 }
 
 TEST(Model, PublicApiRunsTheEncoderAndChecksBuffers) {
   model::BertConfig c = small_config();
-  fs::path dir = temp_dir("api");
-  write_modules(dir, c, 15, 30);
-  const std::string weights = (dir / "weights.safetensors").string();
-  write_weights(weights, c, 16);
+  TestModel tm("api", c, 15, 16, 30);
+  const fs::path& dir = tm.dir;
+  const std::string& weights = tm.weights;
   dietcode::ModelOptions options;
   options.layers = 1;
   dietcode::Model m = dietcode::Model::load(dir.string(), weights, options);
@@ -361,7 +366,6 @@ TEST(Model, PublicApiRunsTheEncoderAndChecksBuffers) {
   EXPECT_USER_ERROR(m.forward(5, {x.data(), 5 * 64}, {nullptr, 5 * 64}),
                     "output has 320 elements (null)");
   EXPECT_USER_ERROR(m.forward(0, {x.data(), 0}, {y.data(), 0}), "sequence length 0");
-  fs::remove_all(dir);
 }
 
 TEST(Model, BadFilesAndArgumentsAreRefused) {
