@@ -15,14 +15,22 @@ std::string duration_text(double s) {
   return fmt::format("{}h{:02d}m", int(s) / 3600, (int(s) % 3600) / 60);
 }
 
+std::string bar(int64_t done, int64_t total, int width) {
+  int filled = total > 0 ? int(double(width) * double(done) / double(total)) : width;
+  filled = std::clamp(filled, 0, width);
+  return std::string(filled, '#') + std::string(width - filled, '.');
+}
+
 }  // namespace
 
-Progress::Progress(std::string label, int64_t budget, bool quiet, std::string unit)
+Progress::Progress(std::string label, int64_t budget, bool quiet, std::string unit,
+                   const WholeRun* whole)
     : label_(std::move(label)),
       budget_(budget),
       quiet_(quiet),
       tty_(::isatty(2) == 1),
-      unit_(std::move(unit)) {}
+      unit_(std::move(unit)),
+      whole_(whole) {}
 
 void Progress::resume(int64_t trials, int64_t errors) {
   done_ += trials;
@@ -53,17 +61,27 @@ void Progress::draw(bool end_line) const {
   double elapsed = elapsed_seconds();
   int64_t run = done_ - done_at_start_;
   double eta = run > 0 ? elapsed / double(run) * double(budget_ - done_) : 0;
-  const int width = 24;
-  int filled = budget_ > 0 ? int(double(width) * double(done_) / double(budget_)) : width;
-  filled = std::min(filled, width);
+  // The whole run: trials done (resumed or run) of all budgets; its ETA from the rate of
+  // the trials run in this process.
+  std::string whole;
+  if (whole_ && whole_->total > 0) {
+    const int64_t whole_done = std::min(whole_->before + done_, whole_->total);
+    const int64_t whole_run = whole_->ran_before + run;
+    const double whole_elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - whole_->start).count();
+    const double whole_eta =
+        whole_run > 0 ? whole_elapsed / double(whole_run) * double(whole_->total - whole_done) : 0;
+    whole = fmt::format("  | all [{}] {}/{}  ETA {}", bar(whole_done, whole_->total, 16),
+                        whole_done, whole_->total, duration_text(whole_eta));
+  }
   fmt::print(stderr,
-             "{}{} [{}{}] {}/{} trials  {} elapsed  ETA {}  geomean best: predicted {}, "
-             "measured {} {}  errors {}{}",
-             tty_ ? "\r\033[K" : "", what, std::string(filled, '#'),
-             std::string(width - filled, '.'), done_, budget_, duration_text(elapsed),
-             duration_text(eta), last_predicted_ > 0 ? fmt::format("{:.1f}", last_predicted_) : "-",
+             "{}{} [{}] {}/{} trials  {} elapsed  ETA {}  geomean best: predicted {}, "
+             "measured {} {}  errors {}{}{}",
+             tty_ ? "\r\033[K" : "", what, bar(done_, budget_, 24), done_, budget_,
+             duration_text(elapsed), duration_text(eta),
+             last_predicted_ > 0 ? fmt::format("{:.1f}", last_predicted_) : "-",
              last_measured_ > 0 ? fmt::format("{:.1f}", last_measured_) : "-", unit_, errors_,
-             end_line || !tty_ ? "\n" : "");
+             whole, end_line || !tty_ ? "\n" : "");
 }
 
 }  // namespace dietcode::tune

@@ -1,6 +1,7 @@
 // Progress of a tuning run on stderr: trials done of the budget, elapsed time, ETA,
 // the best predicted and measured geomean GFLOP/s, errors. One line per round; on a
-// terminal the line is also redrawn after every trial.
+// terminal the line is also redrawn after every trial. A run that is one operator of a
+// model's tuning also shows a bar across the whole model (WholeRun).
 #pragma once
 
 #include <chrono>
@@ -9,10 +10,21 @@
 
 namespace dietcode::tune {
 
+// The whole tuning run this one is a part of (a model's operators tuned one after the
+// other): the budgets of all its parts, of the parts before this one, the trials those ran
+// in this process, and when the whole run started.
+struct WholeRun {
+  int64_t total = 0;       // trials of every part's budget
+  int64_t before = 0;      // trials of the budgets of the parts before this one
+  int64_t ran_before = 0;  // trials those parts ran in this process (not resumed)
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+};
+
 class Progress {
  public:
   // `unit`: of the speeds shown (GB/s for a row operator).
-  Progress(std::string label, int64_t budget, bool quiet, std::string unit = "GFLOP/s");
+  Progress(std::string label, int64_t budget, bool quiet, std::string unit = "GFLOP/s",
+           const WholeRun* whole = nullptr);
 
   // Trials already in the records when the run starts (resumed).
   void resume(int64_t trials, int64_t errors);
@@ -36,6 +48,7 @@ class Progress {
   double last_predicted_ = 0, last_measured_ = 0;
   std::string last_step_;
   std::string unit_;
+  const WholeRun* whole_ = nullptr;
 };
 
 }  // namespace dietcode::tune

@@ -218,9 +218,9 @@ TuneReport tune_small_space(const TuneOptions& o, RecordFile& records, Measurer&
   SmallSpace space(o.op, codegen::host_target().isa, o.threads);
   std::vector<std::vector<int64_t>> shapes = o.op.declared_shapes();
   SmallModel model(space, shapes, o.threads);
-  const int64_t budget = std::min<int64_t>(o.trials, int64_t(space.kernels().size()));
+  const int64_t budget = small_space_budget(o, space);
   std::string unit(ops::work_of(o.op.build(), shapes.back()).unit);
-  Progress progress(o.label, budget, o.quiet, unit);
+  Progress progress(o.label, budget, o.quiet, unit, o.whole);
   resume_joint_progress(progress, records, o);
   AnySet tried;
   for (const TuningRecord& r : records.records())

@@ -19,6 +19,7 @@
 //               (tune/trials.h)
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -55,6 +56,11 @@ class SmallSpace {
   int64_t width_;  // vector lanes
   std::vector<schedule::AnySchedule> kernels_;
 };
+
+// Trials of a joint run over `space`: the budget, or the whole space when it is smaller.
+inline int64_t small_space_budget(const TuneOptions& o, const SmallSpace& space) {
+  return std::min<int64_t>(o.trials, int64_t(space.kernels().size()));
+}
 
 // The joint run for a row operator or fused attention (called by tune()).
 TuneReport tune_small_space(const TuneOptions& o, RecordFile& records, Measurer& measurer);

@@ -146,7 +146,7 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
   std::vector<std::vector<int64_t>> shapes = o.op.declared_shapes();
   SearchSpace space(op, codegen::host_target().isa, o.threads, shapes, SpaceKind::ShapeGeneric);
   CostModel model(op, o.threads);
-  Progress progress(o.label, o.trials, o.quiet);
+  Progress progress(o.label, o.trials, o.quiet, "GFLOP/s", o.whole);
   resume_joint_progress(progress, records, o);
   // A resumed run draws different candidates than the first one did.
   std::mt19937_64 rng(o.seed * 1000003 + uint64_t(records.records().size()));
@@ -235,7 +235,7 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
   std::vector<int64_t> ms = o.per_shape_m;
   if (ms.empty())
     for (const auto& s : o.op.declared_shapes()) ms.push_back(s[0]);
-  Progress progress(o.label, o.trials_per_shape * int64_t(ms.size()), o.quiet);
+  Progress progress(o.label, o.trials_per_shape * int64_t(ms.size()), o.quiet, "GFLOP/s", o.whole);
   std::mt19937_64 rng(o.seed * 1000003 + uint64_t(records.records().size()));
   std::vector<MicroKernelSchedule> winners;
   ScheduleSet winner_set;
@@ -309,6 +309,15 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
 }
 
 }  // namespace
+
+int64_t trial_budget(const TuneOptions& o) {
+  if (schedule::kind_of_operator(o.op) != schedule::Kind::Contraction)
+    return small_space_budget(o, SmallSpace(o.op, codegen::host_target().isa, o.threads));
+  if (!o.per_shape) return o.trials;
+  const size_t shapes =
+      o.per_shape_m.empty() ? o.op.declared_shapes().size() : o.per_shape_m.size();
+  return o.trials_per_shape * int64_t(shapes);
+}
 
 TuneReport tune(const TuneOptions& o) {
   if (o.records_path.empty()) user_error("--records: a records file is required");

@@ -19,6 +19,7 @@
 #include "runtime/module.h"
 #include "tune/finalists.h"
 #include "tune/measure.h"
+#include "tune/progress.h"
 #include "tune/records.h"
 #include "tune/search.h"
 
@@ -39,7 +40,8 @@ struct TuneOptions {
   MeasureOptions measure;    // threads and worker path are filled in by tune()
   uint64_t seed = 1;
   bool quiet = false;
-  std::string label;  // prefixes progress lines (the operator's name in a workload)
+  std::string label;                // prefixes progress lines (the operator's name in a workload)
+  const WholeRun* whole = nullptr;  // the model's run this is a part of (progress only)
   // Names recorded in the module's provenance.
   std::string name, workload;
 };
@@ -55,6 +57,10 @@ struct TuneReport {
 
 // Throws dietcode::Error for bad options or records.
 TuneReport tune(const TuneOptions& options);
+
+// The trials tune(options) runs when nothing is resumed: the budget, or fewer where the
+// operator's whole space is smaller (row operators, attention).
+int64_t trial_budget(const TuneOptions& options);
 
 // The cost model's quality on held-out records: trained on ~80% (by schedule, so a
 // kernel is never on both sides), pairwise ranking accuracy of predicted vs measured

@@ -69,11 +69,18 @@ void print_summary(const tune::TuneReport& r, const std::string& name, const std
   }
 }
 
-// One operator tuned into its module file.
-TunedOperator tune_operator(const TuneWorkloadOptions& o, const tune::WorkloadSpec& w,
-                            const tune::WorkloadOperator& op, const std::string& out) {
+// How one operator of the workload is tuned, and where its module and records go.
+struct OperatorRun {
+  tune::TuneOptions options;
+  std::string module_path;
+};
+
+OperatorRun operator_run(const TuneWorkloadOptions& o, const tune::WorkloadSpec& w,
+                         const tune::WorkloadOperator& op, const std::string& out) {
   const bool single = o.op.has_value();
-  tune::TuneOptions t = o.tune;
+  OperatorRun run;
+  tune::TuneOptions& t = run.options;
+  t = o.tune;
   t.op = op.op;
   t.trials =
       o.trials > 0 ? o.trials : (single ? kSingleOperatorTrials : kWorkloadTrialsPerOperator);
@@ -83,18 +90,25 @@ TunedOperator tune_operator(const TuneWorkloadOptions& o, const tune::WorkloadSp
   size_t index = 0;
   while (index < w.operators.size() && w.operators[index].name != op.name) ++index;
   t.label = single ? "" : fmt::format("[{}/{}] {}", index + 1, w.operators.size(), op.name);
-  TunedOperator tuned;
-  tuned.name = op.name;
-  tuned.module_path = single ? out : (fs::path(out) / (op.name + ".module.json")).string();
+  run.module_path = single ? out : (fs::path(out) / (op.name + ".module.json")).string();
   if (single && t.records_path.empty()) t.records_path = out + ".records.jsonl";
   if (!single) t.records_path = (fs::path(out) / (op.name + ".records.jsonl")).string();
-  tuned.records_path = t.records_path;
+  return run;
+}
+
+// One operator tuned into its module file.
+TunedOperator tune_operator(const TuneWorkloadOptions& o, const std::string& name,
+                            const OperatorRun& run) {
+  TunedOperator tuned;
+  tuned.name = name;
+  tuned.module_path = run.module_path;
+  tuned.records_path = run.options.records_path;
   if (!o.tune.quiet)
-    fmt::print(stderr, "tuning {} ({}, {} threads) -> {}\n", op.name, op.op.describe(), t.threads,
-               tuned.module_path);
-  tuned.report = tune::tune(t);
+    fmt::print(stderr, "tuning {} ({}, {} threads) -> {}\n", name, run.options.op.describe(),
+               run.options.threads, tuned.module_path);
+  tuned.report = tune::tune(run.options);
   runtime::save_module_spec(tuned.report.module, tuned.module_path);
-  print_summary(tuned.report, op.name, tuned.module_path);
+  print_summary(tuned.report, name, tuned.module_path);
   return tuned;
 }
 
@@ -161,8 +175,19 @@ TuneWorkloadResult tune_workload(const TuneWorkloadOptions& o) {
   r.workload = resolve_workload(o);
   check_options(o);
   const std::string out = output_path(o, r.workload);
-  for (const tune::WorkloadOperator& op : r.workload.operators)
-    r.operators.push_back(tune_operator(o, r.workload, op, out));
+  // Every operator's run first, for one progress bar across all of them.
+  std::vector<OperatorRun> runs;
+  tune::WholeRun whole;
+  for (const tune::WorkloadOperator& op : r.workload.operators) {
+    runs.push_back(operator_run(o, r.workload, op, out));
+    whole.total += tune::trial_budget(runs.back().options);
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs.size() > 1) runs[i].options.whole = &whole;
+    r.operators.push_back(tune_operator(o, r.workload.operators[i].name, runs[i]));
+    whole.before += tune::trial_budget(runs[i].options);
+    whole.ran_before += r.operators.back().report.trials_this_run;
+  }
   // The whole encoder first, in a process where no vendor library has started its
   // threads yet: the GEMM peers' pools (loaded by bench_modules, never unloaded) keep
   // spinning on a core after their calls and halved ONNX Runtime's two-thread speed.
