@@ -1,6 +1,10 @@
-// The libtorch model peer: the BERT encoder (model_peer_api.h) in libtorch's eager C++ API,
-// as a user of libtorch would write it for inference: under InferenceMode (NoGradGuard that
-// also skips version counters and view tracking: ~20 us less per layer, same kernels).
+// The libtorch model peers: the BERT encoder (model_peer_api.h) as a user of libtorch would
+// run it for inference, in two forms (the factory's variant):
+//   "eager"   libtorch's eager C++ API under InferenceMode (NoGradGuard that also skips
+//             version counters and view tracking: ~20 us less per layer, same kernels);
+//   "script"  the same encoder as TorchScript (compiled from source with Module::define, as
+//             torch.jit.script compiles a Python module), frozen (torch.jit.freeze: weights
+//             become constants, the graph is optimized with them), run by the graph executor.
 // Weights are owned, contiguous float32 tensors, transposed once at load to [in, out]; Q, K
 // and V are one stacked Linear, as optimized PyTorch BERTs do. Dense layers are addmm (addmv
 // for a single token), i.e. libtorch's BLAS (Debian: libblas.so.3, normally OpenBLAS).
@@ -11,14 +15,17 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-// The eager API without torch/torch.h's nn, optim, data and jit headers.
+// The eager API and TorchScript's module, without torch/torch.h's nn, optim and data.
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/jit/api/module.h>
 #include <torch/types.h>
 #include <torch/utils.h>
 #include <torch/version.h>
@@ -90,9 +97,77 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+// The twelve tensors of a layer, in the order of the script's layer() arguments.
+const std::vector<std::pair<const char*, torch::Tensor Layer::*>> kLayerTensors = {
+    {"w_qkv", &Layer::w_qkv}, {"b_qkv", &Layer::b_qkv}, {"w_o", &Layer::w_o},
+    {"b_o", &Layer::b_o},     {"ln1_g", &Layer::ln1_g}, {"ln1_b", &Layer::ln1_b},
+    {"w_i", &Layer::w_i},     {"b_i", &Layer::b_i},     {"w_out", &Layer::w_out},
+    {"b_out", &Layer::b_out}, {"ln2_g", &Layer::ln2_g}, {"ln2_b", &Layer::ln2_b}};
+
+// The eager forward below in TorchScript: the same operators in the same order. Layer n's
+// tensors are the module's attributes l<n>_<name>; forward calls layer() once per layer.
+std::string encoder_script(const EncoderConfig& c) {
+  const int64_t h = c.hidden, d = c.hidden / c.heads;
+  std::ostringstream s;
+  s.precision(17);
+  s << "def linear(self, x: Tensor, w: Tensor, b: Tensor) -> Tensor:\n"
+    << "    if x.size(0) == 1:\n"
+    << "        return torch.addmv(b, w.t(), x[0]).unsqueeze(0)\n"
+    << "    return torch.addmm(b, x, w)\n"
+    << "def accumulate(self, acc: Tensor, x: Tensor, w: Tensor) -> Tensor:\n"
+    << "    if x.size(0) == 1:\n"
+    << "        return torch.addmv(acc[0], w.t(), x[0]).unsqueeze(0)\n"
+    << "    return torch.addmm(acc, x, w)\n"
+    << "def layer(self, x: Tensor";
+  for (const auto& [name, member] : kLayerTensors) s << ", " << name << ": Tensor";
+  s << ") -> Tensor:\n"
+    << "    t = x.size(0)\n"
+    << "    qkv = self.linear(x, w_qkv, b_qkv)\n"
+    << "    q = qkv.narrow(1, 0, " << h << ").view([t, " << c.heads << ", " << d
+    << "]).transpose(0, 1)\n"
+    << "    k = qkv.narrow(1, " << h << ", " << h << ").view([t, " << c.heads << ", " << d
+    << "]).permute([1, 2, 0])\n"
+    << "    v = qkv.narrow(1, " << 2 * h << ", " << h << ").view([t, " << c.heads << ", " << d
+    << "]).transpose(0, 1)\n"
+    << "    probs = torch.bmm(q, k).softmax(-1)\n"
+    << "    ctx = torch.bmm(probs, v).transpose(0, 1).reshape([t, " << h << "])\n"
+    << "    a = self.accumulate(x + b_o, ctx, w_o)\n"
+    << "    a = torch.layer_norm(a, [" << h << "], ln1_g, ln1_b, " << c.eps << ")\n"
+    << "    h1 = torch.gelu(self.linear(a, w_i, b_i))\n"
+    << "    y = self.accumulate(a + b_out, h1, w_out)\n"
+    << "    return torch.layer_norm(y, [" << h << "], ln2_g, ln2_b, " << c.eps << ")\n"
+    << "def forward(self, x: Tensor) -> Tensor:\n";
+  for (int64_t n = 0; n < c.layers; ++n) {
+    s << "    x = self.layer(x";
+    for (const auto& [name, member] : kLayerTensors) s << ", self.l" << n << "_" << name;
+    s << ")\n";
+  }
+  s << "    return x\n";
+  return s.str();
+}
+
+// The encoder as a frozen TorchScript module over the layers' tensors.
+torch::jit::Module frozen_encoder(const EncoderConfig& c, const std::vector<Layer>& layers) {
+  torch::jit::Module m("DietcodeBertEncoder");
+  for (size_t n = 0; n < layers.size(); ++n)
+    for (const auto& [name, member] : kLayerTensors) {
+      std::ostringstream attribute;  // l<n>_<name>, as encoder_script reads it
+      attribute << 'l' << n << '_' << name;
+      m.register_attribute(attribute.str(), c10::TensorType::get(), layers[n].*member);
+    }
+  m.define(encoder_script(c));
+  m.eval();
+  return torch::jit::freeze(m);
+}
+
+enum class Variant { kEager, kScript };
+
 class TorchModelPeer final : public ModelPeer {
  public:
-  std::string name() const override { return "libtorch"; }
+  explicit TorchModelPeer(Variant variant) : variant_(variant) {}
+  std::string name() const override {
+    return variant_ == Variant::kEager ? "libtorch" : "libtorch-script";
+  }
   std::string version() const override { return TORCH_VERSION; }
 
   void set_threads(int threads) override {
@@ -114,6 +189,7 @@ class TorchModelPeer final : public ModelPeer {
                                ", hidden " + std::to_string(c.hidden) + ", heads " +
                                std::to_string(c.heads) + ", ffn " + std::to_string(c.ffn) + ")");
     layers_.clear();
+    script_.reset();
     try {
       c10::InferenceMode inference;
       const int64_t h = c.hidden, f = c.ffn;
@@ -164,14 +240,18 @@ class TorchModelPeer final : public ModelPeer {
         layers.push_back(std::move(l));
       }
       config_ = c;
-      layers_ = std::move(layers);
+      if (variant_ == Variant::kScript) {
+        script_ = frozen_encoder(c, layers);  // holds the weights as constants
+      } else {
+        layers_ = std::move(layers);
+      }
     } catch (const c10::Error& e) {
       throw std::runtime_error(std::string("libtorch: load: ") + e.what_without_backtrace());
     }
   }
 
   void forward(const float* input, int64_t t, float* output) override {
-    if (layers_.empty()) throw std::runtime_error("libtorch: forward before load");
+    if (layers_.empty() && !script_) throw std::runtime_error("libtorch: forward before load");
     if (t < 0) throw std::runtime_error("libtorch: negative sequence length");
     if (t == 0) return;
     try {
@@ -180,6 +260,7 @@ class TorchModelPeer final : public ModelPeer {
       const int64_t h = config_.hidden, heads = config_.heads, d = h / heads;
       const double eps = config_.eps;
       torch::Tensor x = torch::from_blob(const_cast<float*>(input), {t, h}, torch::kFloat32);
+      if (script_) x = script_->forward({x}).toTensor();
       for (const Layer& l : layers_) {
         torch::Tensor qkv = linear(x, l.w_qkv, l.b_qkv);  // [T, 3h]
         // [T, h] column slices as [H, T, D] (q, v) and [H, D, T] (k) views.
@@ -219,8 +300,10 @@ class TorchModelPeer final : public ModelPeer {
     blas_.set_threads(threads_);
   }
 
+  Variant variant_;
   EncoderConfig config_;
-  std::vector<Layer> layers_;
+  std::vector<Layer> layers_;                 // eager
+  std::optional<torch::jit::Module> script_;  // script
   int threads_ = 0;
   Blas blas_;
 };
@@ -229,6 +312,10 @@ class TorchModelPeer final : public ModelPeer {
 }  // namespace dietcode::bench::peers
 
 extern "C" __attribute__((visibility("default"))) ::dietcode::bench::ModelPeer*
-dietcode_make_model_peer() {
-  return new ::dietcode::bench::peers::TorchModelPeer();
+dietcode_make_model_peer(const char* variant) {
+  using ::dietcode::bench::peers::Variant;
+  const std::string v = variant ? variant : "";
+  if (v == "eager") return new ::dietcode::bench::peers::TorchModelPeer(Variant::kEager);
+  if (v == "script") return new ::dietcode::bench::peers::TorchModelPeer(Variant::kScript);
+  return nullptr;
 }

@@ -74,16 +74,19 @@ struct LoadedModelPeer {
   std::string why_not;  // empty when loaded
 };
 
-LoadedModelPeer load_model_peer(const std::string& dir, const std::string& name) {
+LoadedModelPeer load_model_peer(const std::string& dir, const std::string& name,
+                                const char* variant) {
   const std::string path = dir + "/libdietcode_model_peer_" + name + ".so";
   if (!fs::exists(path)) return {nullptr, "not built (no " + path + ")"};
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // never closed, as for GEMM peers
   if (!handle) return {nullptr, dlerror()};
-  using Make = ModelPeer* (*)();
+  using Make = ModelPeer* (*)(const char*);
   auto make = reinterpret_cast<Make>(dlsym(handle, "dietcode_make_model_peer"));
   if (!make) return {nullptr, dlerror()};
   try {
-    return {std::unique_ptr<ModelPeer>(make()), ""};
+    std::unique_ptr<ModelPeer> peer(make(variant));
+    if (!peer) return {nullptr, path + " has no variant " + variant};
+    return {std::move(peer), ""};
   } catch (const std::exception& e) {
     return {nullptr, std::string("creating the peer failed: ") + e.what()};
   }
@@ -225,10 +228,18 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
   std::map<std::string, WeightView> views;
   for (const auto& [name, info] : file.tensors()) views[name] = {info.data, info.shape};
 
-  LoadedModelPeer torch;
+  // libtorch eager and TorchScript (frozen), one plugin.
+  std::vector<std::unique_ptr<ModelPeer>> torch;
   if (wanted(o, "libtorch")) {
-    torch = load_model_peer(o.peers_dir.empty() ? default_peers_dir() : o.peers_dir, "torch");
-    if (!torch.peer) note("libtorch: skipped: " + torch.why_not);
+    for (const char* variant : {"eager", "script"}) {
+      LoadedModelPeer p = load_model_peer(o.peers_dir.empty() ? default_peers_dir() : o.peers_dir,
+                                          "torch", variant);
+      if (p.peer) {
+        torch.push_back(std::move(p.peer));
+      } else {
+        note(fmt::format("libtorch ({}): skipped: {}", variant, p.why_not));
+      }
+    }
   }
   const std::string script = o.ort_script.empty() ? default_ort_script() : o.ort_script;
   std::string ort_why = wanted(o, "onnxruntime") ? ort_unavailable(script) : "not asked for";
@@ -247,7 +258,7 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
 
   for (int threads : o.threads) {
     runtime::ThreadPool::global().set_num_threads(threads);
-    if (torch.peer) torch.peer->set_threads(threads);
+    for (auto& peer : torch) peer->set_threads(threads);
     const Roofline roof = measure_roofline(threads, codegen::host_target().isa);
     for (int64_t layers : o.layers) {
       model::ModelOptions mo;
@@ -261,17 +272,17 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
       const double weight_bytes =
           4.0 * double(layers) * double(4 * c.hidden * c.hidden + 2 * c.hidden * c.ffn);
       const MemoryLevel& level = roof.level_for(weight_bytes);
-      bool torch_ok = torch.peer != nullptr;
-      if (torch_ok) {
+      std::vector<ModelPeer*> loaded;  // the libtorch peers that took these weights
+      for (auto& peer : torch) {
         try {
           auto start = Clock::now();
           EncoderConfig ec{layers, c.hidden, c.heads, c.ffn, c.eps};
-          torch.peer->load(ec, views);
-          note(fmt::format("libtorch {}: weights loaded in {:.2f} s", torch.peer->version(),
+          peer->load(ec, views);
+          note(fmt::format("{} {}: weights loaded in {:.2f} s", peer->name(), peer->version(),
                            1e-3 * ms_since(start)));
+          loaded.push_back(peer.get());
         } catch (const std::exception& e) {
-          note(fmt::format("libtorch: skipped: {}", e.what()));
-          torch_ok = false;
+          note(fmt::format("{}: skipped: {}", peer->name(), e.what()));
         }
       }
       std::map<int64_t, std::vector<float>> ours;  // our output and roofline per T
@@ -302,16 +313,16 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
           note(fmt::format("{} layers, T = {}: dietcode vs float64 relative error {:.1e}", layers,
                            t, err));
         }
-        if (torch_ok) {
+        for (ModelPeer* peer : loaded) {
           try {
             EncoderMeasurement e =
-                time_calls(o.repeat, [&] { torch.peer->forward(x.data(), t, peer_y.data()); });
-            add(t, "libtorch", e, relative_difference(peer_y, y));
+                time_calls(o.repeat, [&] { peer->forward(x.data(), t, peer_y.data()); });
+            add(t, peer->name(), e, relative_difference(peer_y, y));
             // Its BLAS's workers spin for ~0.07 s after a call (OpenBLAS's THREAD_TIMEOUT);
             // let them sleep before the next engine is timed.
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
           } catch (const std::exception& e) {
-            note(fmt::format("libtorch T = {}: {}", t, e.what()));
+            note(fmt::format("{} T = {}: {}", peer->name(), t, e.what()));
           }
         }
         if (!o.quiet)
@@ -353,8 +364,8 @@ std::string format_encoder_table(const EncoderBenchResult& r) {
   std::string out;
   std::set<std::pair<int, int64_t>> groups;
   for (const EncoderMeasurement& m : r.rows) groups.insert({m.threads, m.layers});
-  const std::vector<std::string> engines = {"dietcode", "libtorch", "onnxruntime-standard",
-                                            "onnxruntime-fused"};
+  const std::vector<std::string> engines = {"dietcode", "libtorch", "libtorch-script",
+                                            "onnxruntime-standard", "onnxruntime-fused"};
   for (const auto& [threads, layers] : groups) {
     std::map<int64_t, std::map<std::string, const EncoderMeasurement*>> by_t;
     for (const EncoderMeasurement& m : r.rows)
@@ -363,9 +374,9 @@ std::string format_encoder_table(const EncoderBenchResult& r) {
         "\nBERT encoder, {} layer{}, {} thread{}: median latency in ms (worst of the runs in "
         "brackets); ratio = best peer / dietcode (> 1: dietcode faster)\n",
         layers, layers == 1 ? "" : "s", threads, threads == 1 ? "" : "s");
-    out += fmt::format("{:>5} {:>17} {:>17} {:>17} {:>17} {:>6} {:>9} {:>6} {:>9}\n", "T",
-                       "dietcode", "libtorch", "ort-standard", "ort-fused", "ratio", "roofline",
-                       "%roof", "max diff");
+    out += fmt::format("{:>5} {:>17} {:>17} {:>17} {:>17} {:>17} {:>6} {:>9} {:>6} {:>9}\n", "T",
+                       "dietcode", "libtorch", "torchscript", "ort-standard", "ort-fused", "ratio",
+                       "roofline", "%roof", "max diff");
     double log_sum = 0, min_ratio = INFINITY;
     int counted = 0;
     for (const auto& [t, row] : by_t) {

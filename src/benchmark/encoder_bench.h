@@ -1,7 +1,7 @@
 // `dietcode bench --workload bert-base-encoder`: the tuned BERT encoder (model/model.h)
 // against the engines users would otherwise pick, on the same weights and inputs, in one
-// run: libtorch (eager, a model-peer plugin, model_peer_api.h) and ONNX Runtime (a Node.js
-// child process, bench/peers/ort/: a graph of standard ONNX ops and one of ORT's fused
+// run: libtorch (eager and TorchScript, a model-peer plugin, model_peer_api.h) and ONNX Runtime (a
+// Node.js child process, bench/peers/ort/: a graph of standard ONNX ops and one of ORT's fused
 // transformer ops, the faster kept per T). For every layer count, thread count and
 // sequence length: the median latency of each engine (best and worst beside it), the
 // peers' outputs compared with ours (max relative difference), the ratio of the best
@@ -35,7 +35,8 @@ struct EncoderMeasurement {
   int64_t layers = 0;
   int threads = 1;
   int64_t t = 0;
-  std::string engine;  // dietcode, libtorch, onnxruntime-standard, onnxruntime-fused
+  std::string
+      engine;  // dietcode, libtorch, libtorch-script, onnxruntime-standard, onnxruntime-fused
   double median_ms = 0, best_ms = 0, worst_ms = 0;
   double diff = 0;  // max relative difference of the output from ours (0 for ours)
   double roofline_ms = 0;

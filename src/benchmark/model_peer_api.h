@@ -30,7 +30,7 @@ struct WeightView {
 class ModelPeer {
  public:
   virtual ~ModelPeer() = default;
-  virtual std::string name() const = 0;  // "libtorch"
+  virtual std::string name() const = 0;  // "libtorch", "libtorch-script": an engine column
   virtual std::string version() const = 0;
   virtual void set_threads(int threads) = 0;
   // Takes (copies, converts, lays out) the first c.layers layers' weights; not timed
@@ -42,5 +42,7 @@ class ModelPeer {
 
 }  // namespace dietcode::bench
 
-// Each model-peer plugin exports this factory (a new object, owned by the caller).
-extern "C" dietcode::bench::ModelPeer* dietcode_make_model_peer();
+// Each model-peer plugin exports this factory: a new object (owned by the caller) running
+// the engine in the form `variant` names ("eager", "script", ...), or nullptr for a variant
+// the plugin does not have.
+extern "C" dietcode::bench::ModelPeer* dietcode_make_model_peer(const char* variant);

@@ -45,7 +45,10 @@ expect_peer() {  # expect_peer ENGINE: 6 rows, each output within 1e-4 of ours
   awk -F, -v e="$1" '$4 == e && !($8 < 1e-4) { print "FAIL: " $0; bad = 1 } END { exit bad }' \
     "$dir/enc.csv" || exit 1
 }
-[ -f "$peers_dir/libdietcode_model_peer_torch.so" ] && expect_peer libtorch
+if [ -f "$peers_dir/libdietcode_model_peer_torch.so" ]; then
+  expect_peer libtorch
+  expect_peer libtorch-script
+fi
 if [ -d "$src/bench/peers/ort/node_modules/onnxruntime-node" ] && command -v node >/dev/null; then
   expect_peer onnxruntime-standard
   expect_peer onnxruntime-fused
