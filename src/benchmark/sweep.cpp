@@ -27,7 +27,7 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
   const bool b_direct = !c.b.constant && schedule::b_contiguous_along_n(c);
   std::vector<std::pair<int64_t, int64_t>> tiles;
   for (int64_t mr = 1; mr <= 14; ++mr) {
-    int64_t vectors = std::min<int64_t>(8, (vec.registers - 1) / (mr + 1));
+    int64_t vectors = std::min<int64_t>(8, schedule::max_tile_vectors(mr, vec.registers));
     if (vectors >= 1) tiles.push_back({mr, vectors * vec.width});
     // Where N itself varies (attention's T), narrow tiles too: a wide one would pack
     // and multiply mostly padding at small N.
@@ -113,7 +113,8 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
   }
   // Tall one-vector tiles for M just past a short tile's multiple (17, 19, 23): with 32
   // vector registers a 15..24-row tile still keeps every accumulator in a register.
-  for (int64_t mr = 15; mr <= std::min<int64_t>(24, vec.registers - 2); ++mr) {
+  for (int64_t mr = 15; mr <= std::min<int64_t>(24, schedule::max_tile_rows(1, vec.registers));
+       ++mr) {
     if (mr > ext.m || batched) break;
     schedule::MicroKernelSchedule s;
     s.isa = isa;

@@ -166,9 +166,9 @@ schedule::MicroKernelSchedule refit(const schedule::MicroKernelSchedule& s, sche
   schedule::MicroKernelSchedule t = s;
   t.isa = isa;
   int64_t vectors = std::max<int64_t>(1, s.nr / vec.width);
-  vectors = std::min(vectors, (vec.registers - 1) / 2);  // room for at least one row
+  vectors = std::min(vectors, schedule::max_tile_vectors(1, vec.registers));  // one row fits
   t.nr = vectors * vec.width;
-  t.mr = std::max<int64_t>(1, std::min(s.mr, (vec.registers - 1 - vectors) / vectors));
+  t.mr = std::max<int64_t>(1, std::min(s.mr, schedule::max_tile_rows(vectors, vec.registers)));
   t.mc = round_up(std::max(s.mc, t.mr), t.mr);
   t.nc = round_up(std::max(s.nc, t.nr), t.nr);
   try {

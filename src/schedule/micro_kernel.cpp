@@ -19,19 +19,26 @@ std::string_view to_string(Target) {
 
 std::string_view to_string(Axis a) {
   switch (a) {
-    case Axis::M: return "m";
-    case Axis::N: return "n";
-    case Axis::K: return "k";
+    case Axis::M:
+      return "m";
+    case Axis::N:
+      return "n";
+    case Axis::K:
+      return "k";
   }
   return "?";
 }
 
 std::string_view to_string(ParallelAxis p) {
   switch (p) {
-    case ParallelAxis::None: return "none";
-    case ParallelAxis::Batch: return "batch";
-    case ParallelAxis::M: return "m";
-    case ParallelAxis::N: return "n";
+    case ParallelAxis::None:
+      return "none";
+    case ParallelAxis::Batch:
+      return "batch";
+    case ParallelAxis::M:
+      return "m";
+    case ParallelAxis::N:
+      return "n";
   }
   return "?";
 }
@@ -42,9 +49,12 @@ std::string_view to_string(PackA p) {
 
 std::string_view to_string(PackB p) {
   switch (p) {
-    case PackB::PerBlock: return "per_block";
-    case PackB::Prepacked: return "prepacked";
-    case PackB::Direct: return "direct";
+    case PackB::PerBlock:
+      return "per_block";
+    case PackB::Prepacked:
+      return "prepacked";
+    case PackB::Direct:
+      return "direct";
   }
   return "?";
 }
@@ -184,25 +194,43 @@ MicroKernelSchedule schedule_from_json_text(const std::string& text) {
   return schedule_from_json(j);
 }
 
+int64_t tile_registers(int64_t mr, int64_t vectors) {
+  return mr * vectors + std::min(mr, vectors) + 1;
+}
+
+int64_t max_tile_rows(int64_t vectors, int64_t registers) {
+  int64_t mr = 0;
+  while (tile_registers(mr + 1, vectors) <= registers) ++mr;
+  return mr;
+}
+
+int64_t max_tile_vectors(int64_t mr, int64_t registers) {
+  int64_t v = 0;
+  while (tile_registers(mr, v + 1) <= registers) ++v;
+  return v;
+}
+
 void validate(const MicroKernelSchedule& s) {
   const VectorIsa& isa = vector_isa(s.isa);
   // Bounds first, so that no arithmetic below can overflow.
   constexpr int64_t kMaxTile = int64_t{1} << 24;
-  for (auto [name, v] : {std::pair<const char*, int64_t>{"mr", s.mr}, {"nr", s.nr}, {"kc", s.kc},
-                         {"mc", s.mc}, {"nc", s.nc}})
+  for (auto [name, v] : {std::pair<const char*, int64_t>{"mr", s.mr},
+                         {"nr", s.nr},
+                         {"kc", s.kc},
+                         {"mc", s.mc},
+                         {"nc", s.nc}})
     if (v > kMaxTile) user_error("schedule: {} = {} is larger than {}", name, v, kMaxTile);
   if (s.mr < 1) user_error("schedule: mr = {} must be >= 1", s.mr);
   if (s.nr < isa.width || s.nr % isa.width != 0)
     user_error("schedule: nr = {} must be a positive multiple of the {} vector width {}", s.nr,
                isa.name, isa.width);
-  // Accumulators (mr * nr/width) + one B vector per column group + one broadcast.
-  int64_t vectors = s.nr / isa.width;
-  int64_t needed = s.mr * vectors + vectors + 1;
+  const int64_t vectors = s.nr / isa.width;
+  const int64_t needed = tile_registers(s.mr, vectors);
   if (needed > isa.registers)
     user_error(
         "schedule: a {}x{} register tile needs {} vector registers ({} accumulators + {} "
-        "for B + 1 broadcast); {} has {}",
-        s.mr, s.nr, needed, s.mr * vectors, vectors, isa.name, isa.registers);
+        "for the operands of a k-step); {} has {}",
+        s.mr, s.nr, needed, s.mr * vectors, needed - s.mr * vectors, isa.name, isa.registers);
   if (s.kc < 1) user_error("schedule: kc = {} must be >= 1", s.kc);
   if (s.mc < s.mr || s.mc % s.mr != 0)
     user_error("schedule: mc = {} must be a positive multiple of mr = {}", s.mc, s.mr);

@@ -41,7 +41,7 @@ enum class Target : uint8_t { Cpu };
 enum class Axis : uint8_t { M, N, K };
 // The block loop whose iterations run as parallel tasks, or None.
 enum class ParallelAxis : uint8_t { None, Batch, M, N };
-enum class PackA : uint8_t { Packed, Direct };       // Direct: read A in place (affine access only)
+enum class PackA : uint8_t { Packed, Direct };  // Direct: read A in place (affine access only)
 // Prepacked: constant B packed once, ahead of calls. Direct: B read in place, its rows
 // (one per k) contiguous along n; vector loads straight from B, masked on the n tail.
 enum class PackB : uint8_t { PerBlock, Prepacked, Direct };
@@ -85,6 +85,17 @@ MicroKernelSchedule schedule_from_json(const nlohmann::json& j);
 MicroKernelSchedule schedule_from_json_text(const std::string& text);
 std::string to_json_text(const MicroKernelSchedule& s);  // one line
 
+// Vector registers an mr x (vectors x width) register tile needs in its k-loop: the
+// accumulators, and either all the k-step's B vectors with one A broadcast (B loaded
+// first) or all its A broadcasts with one B vector (A first). The micro-kernel takes the
+// order that needs fewer: A first when mr < vectors, which lets one or two rows span 48
+// or 64 columns on AVX2.
+int64_t tile_registers(int64_t mr, int64_t vectors);
+// The tallest tile of `vectors` vectors, and the widest (in vectors) tile of `mr` rows,
+// that fit `registers`; 0 when none does.
+int64_t max_tile_rows(int64_t vectors, int64_t registers);
+int64_t max_tile_vectors(int64_t mr, int64_t registers);
+
 // Checks everything that does not depend on the operator: tile and register budget,
 // block sizes, loop order, the inner tile loop. Throws dietcode::Error saying why.
 void validate(const MicroKernelSchedule& s);
@@ -123,7 +134,6 @@ class BoundSchedule {
 // Throws dietcode::Error saying why. The second form reuses an already matched
 // contraction (the search space checks thousands of candidates of one operator).
 BoundSchedule bind(const MicroKernelSchedule& s, const te::Operator& op);
-BoundSchedule bind(const MicroKernelSchedule& s, const te::Operator& op,
-                   const ops::Contraction& c);
+BoundSchedule bind(const MicroKernelSchedule& s, const te::Operator& op, const ops::Contraction& c);
 
 }  // namespace dietcode::schedule

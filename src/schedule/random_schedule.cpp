@@ -23,11 +23,12 @@ MicroKernelSchedule random_schedule(std::mt19937_64& rng, Isa isa_id, const te::
   for (int attempt = 0; attempt < 1000; ++attempt) {
     MicroKernelSchedule s;
     s.isa = isa_id;
+    // Up to 8 vectors: the widest tiles (1 x 64 on AVX2) load A first (tile_registers).
     int64_t max_vectors =
-        std::max<int64_t>(1, std::min<int64_t>((ext.n + isa.width - 1) / isa.width, 4));
+        std::max<int64_t>(1, std::min<int64_t>((ext.n + isa.width - 1) / isa.width, 8));
     int64_t vectors = uniform(rng, 1, max_vectors);
     s.nr = vectors * isa.width;
-    int64_t max_mr = (isa.registers - vectors - 1) / vectors;
+    int64_t max_mr = max_tile_rows(vectors, isa.registers);
     s.mr = uniform(rng, 1, std::max<int64_t>(1, std::min(max_mr, ext.m)));
     s.kc = uniform(rng, 1, std::min<int64_t>(ext.k, 512));
     int64_t m_tiles = (ext.m + s.mr - 1) / s.mr, n_tiles = (ext.n + s.nr - 1) / s.nr;
@@ -50,8 +51,7 @@ MicroKernelSchedule random_schedule(std::mt19937_64& rng, Isa isa_id, const te::
       // e.g. direct A on a non-affine access, prepacked B shared across a batch: draw again
     }
   }
-  user_error("operator {}: no valid {} micro-kernel found in 1000 random draws", op.name,
-             isa.name);
+  user_error("operator {}: no valid {} micro-kernel found in 1000 random draws", op.name, isa.name);
 }
 
 }  // namespace dietcode::schedule

@@ -85,7 +85,7 @@ std::vector<int64_t> SearchSpace::vector_choices(const Extents* fit) const {
   std::vector<int64_t> out;
   int64_t cap = std::min<int64_t>(8, ceil_div(e.n, vec_.width));
   for (int64_t v = 1; v <= cap; ++v) {
-    if (v * 2 + 1 > vec_.registers) break;  // at least one row must fit
+    if (schedule::tile_registers(1, v) > vec_.registers) break;  // at least one row must fit
     if (kind_ == SpaceKind::Divisors && e.n % (v * vec_.width) != 0) continue;
     out.push_back(v);
   }
@@ -94,7 +94,7 @@ std::vector<int64_t> SearchSpace::vector_choices(const Extents* fit) const {
 }
 
 std::vector<int64_t> SearchSpace::mr_choices(int64_t vectors, const Extents* fit) const {
-  int64_t cap = std::min((vec_.registers - 1 - vectors) / vectors, max_.m);
+  int64_t cap = std::min(schedule::max_tile_rows(vectors, vec_.registers), max_.m);
   std::vector<int64_t> out;
   if (kind_ == SpaceKind::Divisors) {
     for (int64_t mr = 1; mr <= cap; ++mr)
@@ -227,7 +227,7 @@ MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
 std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const {
   // The tile heights that waste at most kSeedPadding of the rows, tallest first (more
   // accumulators per loaded B vector), at most three of them.
-  const int64_t max_mr = (vec_.registers - 2) / 1;  // one vector wide
+  const int64_t max_mr = schedule::max_tile_rows(1, vec_.registers);  // one vector wide
   std::vector<int64_t> heights;
   for (int64_t mr = std::min(max_mr, e.m); mr >= 1 && heights.size() < 3; --mr) {
     double used = double(e.m) / double(round_up(e.m, mr));
@@ -238,9 +238,10 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     MicroKernelSchedule s;
     s.isa = vec_.isa;
     s.mr = mr;
-    // The widest tile: mr * v accumulators + v B vectors + one A broadcast in registers,
-    // no wider than N needs and than the sampled space goes (8 vectors).
-    int64_t v = std::min({(vec_.registers - 1) / (mr + 1), int64_t(8), ceil_div(e.n, vec_.width)});
+    // The widest tile the registers hold, no wider than N needs and than the sampled
+    // space goes (8 vectors).
+    int64_t v = std::min(
+        {schedule::max_tile_vectors(mr, vec_.registers), int64_t(8), ceil_div(e.n, vec_.width)});
     if (v < 1) continue;
     s.nr = v * vec_.width;
     // k-block: the A and B micro-panels (mr + nr floats per k) in L1, split evenly over K.
@@ -333,7 +334,7 @@ std::optional<MicroKernelSchedule> SearchSpace::mutate(std::mt19937_64& rng,
       // N: vectors per tile, then the N block for this shape's N and the core count.
       int64_t v = pick(rng, vector_choices(&fit));
       s.nr = v * vec_.width;
-      int64_t cap = (vec_.registers - 1 - v) / v;
+      int64_t cap = schedule::max_tile_rows(v, vec_.registers);
       if (s.mr > cap) {
         if (cap < 1) continue;
         int64_t tiles = std::max<int64_t>(1, s.mc / s.mr);

@@ -10,13 +10,13 @@ using namespace dietcode;
 
 namespace {
 
-std::string assembly_for(schedule::Isa isa, int64_t nr) {
+std::string assembly_for(schedule::Isa isa, int64_t nr, int64_t mr = 6) {
   schedule::MicroKernelSchedule s;
   s.isa = isa;
-  s.mr = 6;
+  s.mr = mr;
   s.nr = nr;
   s.kc = 256;
-  s.mc = 48;
+  s.mc = mr * 8;
   s.nc = nr * 8;
   s.unroll_k = 4;
   s.pack_b = schedule::PackB::Prepacked;
@@ -69,4 +69,18 @@ TEST(Assembly, Avx2TileUsesYmmAndNoZmm) {
   EXPECT_EQ(occurrences(a, "zmm"), 0);
   EXPECT_GE(fma_lines(a, "ymm"), 6 * 2 * 4 + 6 * 2);
   EXPECT_EQ(stack_vector_lines(a, "ymm"), 0) << "vector registers spilled";
+}
+
+// Tiles wider than tall load A first (all broadcasts live, one B vector at a time): on
+// AVX2's 16 registers 1 x 64, 2 x 48 and 3 x 32 keep every accumulator in a register,
+// which loading all of a k-step's B vectors first would not (17, 19 and 17 registers).
+TEST(Assembly, WideAvx2TilesLoadAFirstWithoutSpills) {
+  for (auto [mr, nr] : {std::pair<int64_t, int64_t>{1, 64}, {2, 48}, {3, 32}}) {
+    const int64_t vectors = nr / 8;
+    ASSERT_GT(mr * vectors + vectors + 1, 16);
+    ASSERT_LE(schedule::tile_registers(mr, vectors), 16);
+    std::string a = assembly_for(schedule::Isa::Avx2, nr, mr);
+    EXPECT_GE(fma_lines(a, "ymm"), mr * vectors * 4 + mr * vectors) << mr << "x" << nr;
+    EXPECT_EQ(stack_vector_lines(a, "ymm"), 0) << mr << "x" << nr << ": vector registers spilled";
+  }
 }

@@ -147,7 +147,7 @@ TEST(Seeds, ValidAndCoverEachDeclaredShapeWithLittlePadding) {
       const schedule::VectorIsa& vec = schedule::vector_isa(isa);
       for (const schedule::MicroKernelSchedule& s : seeds) {
         EXPECT_NO_THROW(schedule::bind(s, op)) << schedule::to_json_text(s);
-        EXPECT_LE(s.mr * (s.nr / vec.width) + s.nr / vec.width + 1, vec.registers);
+        EXPECT_LE(schedule::tile_registers(s.mr, s.nr / vec.width), vec.registers);
         EXPECT_LE(s.kc * (s.mr + s.nr) * 4, 32 * 1024) << "micro-panels in L1";
         if (threads == 1) {
           EXPECT_EQ(s.parallel, schedule::ParallelAxis::None);

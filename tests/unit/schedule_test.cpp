@@ -17,7 +17,8 @@ using schedule::MicroKernelSchedule;
 namespace {
 
 MicroKernelSchedule good() {
-  MicroKernelSchedule s = dietcode::testing::make_schedule(schedule::Isa::Avx2, 6, 16, 256, 60, 512);
+  MicroKernelSchedule s =
+      dietcode::testing::make_schedule(schedule::Isa::Avx2, 6, 16, 256, 60, 512);
   s.parallel = schedule::ParallelAxis::N;
   s.pack_b = schedule::PackB::Prepacked;
   return s;
@@ -55,6 +56,32 @@ TEST(Schedule, RejectsTooManyVectorRegisters) {
   EXPECT_USER_ERROR(schedule::validate(s), "needs 19 vector registers");
   s.isa = schedule::Isa::Avx512;  // 32 registers, but nr must then be a multiple of 16: it is
   EXPECT_NO_THROW(schedule::validate(s));
+}
+
+TEST(Schedule, WideTilesCountOneBVectorAtATime) {
+  // mr < vectors: the broadcasts stay live and B is loaded one vector at a time.
+  EXPECT_EQ(schedule::tile_registers(1, 8), 8 + 1 + 1);
+  EXPECT_EQ(schedule::tile_registers(2, 6), 12 + 2 + 1);
+  EXPECT_EQ(schedule::tile_registers(3, 4), 12 + 3 + 1);
+  EXPECT_EQ(schedule::tile_registers(6, 2), 12 + 2 + 1);  // tall: B first
+  EXPECT_EQ(schedule::max_tile_vectors(1, 16), 14);
+  EXPECT_EQ(schedule::max_tile_vectors(2, 16), 6);
+  EXPECT_EQ(schedule::max_tile_vectors(3, 16), 4);
+  EXPECT_EQ(schedule::max_tile_rows(2, 16), 6);
+  EXPECT_EQ(schedule::max_tile_rows(1, 16), 14);
+  EXPECT_EQ(schedule::max_tile_rows(15, 16), 0);
+  for (int64_t v = 1; v <= 14; ++v)
+    for (int64_t mr = 1; mr <= 14; ++mr)
+      EXPECT_EQ(mr <= schedule::max_tile_rows(v, 16), schedule::tile_registers(mr, v) <= 16);
+  MicroKernelSchedule s = good();
+  s.mr = 1;
+  s.nr = 64;
+  s.mc = 8;
+  s.nc = 128;
+  EXPECT_NO_THROW(schedule::validate(s));
+  s.nr = 120;  // 15 vectors: 15 + 1 + 1 = 17
+  s.nc = 120;
+  EXPECT_USER_ERROR(schedule::validate(s), "needs 17 vector registers");
 }
 
 TEST(Schedule, RejectsNrOffVectorWidth) {

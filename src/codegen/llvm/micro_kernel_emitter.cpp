@@ -126,22 +126,36 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
       }
   }
 
-  // One k-step: NR/W loads of B, MR broadcasts of A, MR * NR/W FMAs.
+  // One k-step: NR/W loads of B, MR broadcasts of A, MR * NR/W FMAs; B first (all its
+  // vectors live, one broadcast at a time) or, for tiles wider than tall, A first (all
+  // broadcasts live, one B vector at a time): schedule::tile_registers.
   // B read in place (mk.b_in_place) masks its loads on an edge column block: `b_masks`
   // holds one lane mask per vector then, and is empty for the unmasked loop.
   std::vector<llvm::Value*> b_masks;
   auto k_step = [&](llvm::Value* k, Tile& acc) {
     llvm::Value* b_row = gep(b_base, b.CreateMul(k, b_k_stride));
-    std::vector<llvm::Value*> bv(V);
-    for (int64_t v = 0; v < V; ++v)
-      bv[v] = b_masks.empty() ? static_cast<llvm::Value*>(
-                                    b.CreateAlignedLoad(vt, gep(b_row, imm(v * W)), elem_align))
-                              : b.CreateMaskedLoad(vt, gep(b_row, imm(v * W)), elem_align,
-                                                   b_masks[v], llvm::Constant::getNullValue(vt));
+    auto load_b = [&](int64_t v) -> llvm::Value* {
+      if (b_masks.empty()) return b.CreateAlignedLoad(vt, gep(b_row, imm(v * W)), elem_align);
+      return b.CreateMaskedLoad(vt, gep(b_row, imm(v * W)), elem_align, b_masks[v],
+                                llvm::Constant::getNullValue(vt));
+    };
     llvm::Value* a_off = b.CreateMul(k, a_k_stride);
+    auto splat_a = [&](int64_t i) {
+      return b.CreateVectorSplat(W, b.CreateAlignedLoad(f32, gep(a_rows[i], a_off), elem_align));
+    };
+    if (MR < V) {
+      std::vector<llvm::Value*> splats(MR);
+      for (int64_t i = 0; i < MR; ++i) splats[i] = splat_a(i);
+      for (int64_t v = 0; v < V; ++v) {
+        llvm::Value* bv = load_b(v);
+        for (int64_t i = 0; i < MR; ++i) acc[i][v] = b.CreateCall(fma, {splats[i], bv, acc[i][v]});
+      }
+      return;
+    }
+    std::vector<llvm::Value*> bv(V);
+    for (int64_t v = 0; v < V; ++v) bv[v] = load_b(v);
     for (int64_t i = 0; i < MR; ++i) {
-      llvm::Value* a = b.CreateAlignedLoad(f32, gep(a_rows[i], a_off), elem_align);
-      llvm::Value* splat = b.CreateVectorSplat(W, a);
+      llvm::Value* splat = splat_a(i);
       for (int64_t v = 0; v < V; ++v) acc[i][v] = b.CreateCall(fma, {splat, bv[v], acc[i][v]});
     }
   };
