@@ -230,7 +230,8 @@ Measurer::Measurer(const ops::OperatorSpec& op, const MeasureOptions& options)
                  {"tolerance", options.tolerance},
                  {"estimator", options.estimator == Estimator::Min ? "min" : "median"},
                  {"disturbed_spread", options.disturbed_spread},
-                 {"max_attempts", options.max_attempts}};
+                 {"max_attempts", options.max_attempts},
+                 {"cold_weights", options.cold_weights}};
   impl_->workers.resize(impl_->o.workers);
   impl_->generation.assign(impl_->o.workers, 0);
 }

@@ -1,6 +1,7 @@
 // The measurement worker process (see measure.h): compiles kernels and times them on
 // request, checking each first run against the float64 reference.
 #include <fmt/format.h>
+#include <immintrin.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -75,6 +76,7 @@ ShapeData make_data(const te::Operator& op, const std::vector<int64_t>& shape,
 struct KernelArgs {
   std::vector<runtime::ConstTensor> inputs;
   runtime::AlignedBuffer packed, out;
+  std::vector<runtime::ConstTensor> constants;  // the inputs the operator marks constant
   runtime::MutableTensor output() { return {out.data(), out.size()}; }
 };
 
@@ -87,9 +89,36 @@ KernelArgs make_args(const runtime::Kernel& k, const std::vector<int64_t>& shape
     } else {
       a.inputs.push_back({d.inputs[i].data(), d.inputs[i].size()});
     }
+    if (k.op().inputs[i].constant) a.constants.push_back(a.inputs.back());
   }
   a.out = runtime::AlignedBuffer(d.output_size);
   return a;
+}
+
+// Evicts a buffer from every cache level.
+void flush(const runtime::ConstTensor& t) {
+  const char* p = reinterpret_cast<const char*>(t.data);
+  const size_t bytes = size_t(t.elements) * sizeof(float);
+  for (size_t offset = 0; offset < bytes; offset += 64) _mm_clflush(p + offset);
+  _mm_mfence();
+}
+
+// One kernel call as it is timed: hot (its operands stay in cache from call to call) or,
+// with the "cold_weights" option, after its constant inputs are flushed (outside the
+// timed span).
+struct TimedCall {
+  std::function<void()> run;
+  std::vector<runtime::ConstTensor> cold;
+  void operator()() const {  // untimed: a warm-up, or counting calls per burst
+    for (const runtime::ConstTensor& t : cold) flush(t);
+    run();
+  }
+};
+
+TimedCall timed_call(std::function<void()> run, const KernelArgs& a, const nlohmann::json& init) {
+  TimedCall c{std::move(run), {}};
+  if (init.value("cold_weights", false)) c.cold = a.constants;
+  return c;
 }
 
 // The first run, output poisoned, against the float64 reference. Returns an error reply
@@ -137,11 +166,25 @@ int64_t calls_per_burst(const std::function<void()>& run, double per_repeat) {
 
 // Seconds per call of one timed burst. A "slow" fault sleeps inside the burst, as a
 // neighbour taking the core for a while would.
-double time_burst(const std::function<void()>& run, int64_t calls, bool slow) {
-  auto t0 = Clock::now();
-  for (int64_t i = 0; i < calls; ++i) run();
-  if (slow) std::this_thread::sleep_for(Clock::now() - t0);
-  return std::chrono::duration<double>(Clock::now() - t0).count() / double(calls);
+double time_burst(const TimedCall& call, int64_t calls, bool slow) {
+  Clock::duration timed{};
+  if (call.cold.empty()) {
+    auto t0 = Clock::now();
+    for (int64_t i = 0; i < calls; ++i) call.run();
+    timed = Clock::now() - t0;
+  } else {
+    for (int64_t i = 0; i < calls; ++i) {
+      for (const runtime::ConstTensor& t : call.cold) flush(t);
+      auto t0 = Clock::now();
+      call.run();
+      timed += Clock::now() - t0;
+    }
+  }
+  if (slow) {
+    std::this_thread::sleep_for(timed);
+    timed *= 2;
+  }
+  return std::chrono::duration<double>(timed).count() / double(calls);
 }
 
 struct BurstStats {
@@ -205,7 +248,7 @@ nlohmann::json measure_kernel(const runtime::Kernel& k, const std::vector<int64_
   if (!error.empty()) return error;
   const TimingPlan plan(init);
   runtime::MutableTensor y = a.output();
-  auto run = [&] { k.run(shape, a.inputs, y); };
+  const TimedCall run = timed_call([&] { k.run(shape, a.inputs, y); }, a, init);
   int64_t inner = calls_per_burst(run, plan.per_repeat);
   // Attempts until one is undisturbed; the least spread one is kept.
   BurstStats kept;
@@ -236,10 +279,11 @@ nlohmann::json measure_set(const std::vector<const runtime::Kernel*>& ks,
     out[i] = check_kernel(*ks[i], shape, d, args[i], init, fault, rel[i]);
     if (out[i].empty()) timed.push_back(i);
   }
-  std::vector<std::function<void()>> runs(ks.size());
+  std::vector<TimedCall> runs(ks.size());
   std::vector<int64_t> inner(ks.size(), 1);
   for (size_t i : timed) {
-    runs[i] = [&, i] { ks[i]->run(shape, args[i].inputs, args[i].output()); };
+    runs[i] = timed_call([&, i] { ks[i]->run(shape, args[i].inputs, args[i].output()); }, args[i],
+                         init);
     inner[i] = calls_per_burst(runs[i], plan.per_repeat);
   }
   std::vector<BurstStats> kept(ks.size());

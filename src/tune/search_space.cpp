@@ -234,26 +234,9 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     if (used >= 1.0 - kSeedPadding) heights.push_back(mr);
   }
   std::vector<MicroKernelSchedule> out;
-  for (int64_t mr : heights) {
-    MicroKernelSchedule s;
-    s.isa = vec_.isa;
-    s.mr = mr;
-    // The widest tile the registers hold, no wider than N needs and than the sampled
-    // space goes (8 vectors).
-    int64_t v = std::min(
-        {schedule::max_tile_vectors(mr, vec_.registers), int64_t(8), ceil_div(e.n, vec_.width)});
-    if (v < 1) continue;
-    s.nr = v * vec_.width;
-    // k-block: the A and B micro-panels (mr + nr floats per k) in L1, split evenly over K.
-    int64_t kc_cap = std::max<int64_t>(8, kL1Bytes / (4 * (s.mr + s.nr)) / 8 * 8);
-    int64_t kc = max_.k;
-    for (int64_t j = 1; j <= 64; ++j) {
-      kc = std::min(max_.k, round_up(ceil_div(e.k, j), 8));
-      if (kc <= kc_cap) break;
-    }
-    s.kc = kc;
-    // Blocks in L2 (half of it for each packed operand); the parallel axis where the
-    // tasks fill the cores.
+  // Blocks in L2 (half of it for each packed operand), the parallel axis where the tasks
+  // fill the cores, the loop order, packing; kept when valid.
+  auto finish = [&](MicroKernelSchedule s) {
     int64_t mc_cap = std::max(s.mr, (kL2Bytes / 2) / (4 * s.kc) / s.mr * s.mr);
     int64_t nc_cap = std::max(s.nr, (kL2Bytes / 2) / (4 * s.kc) / s.nr * s.nr);
     s.mc = std::min(mc_cap, round_up(max_.m, s.mr));
@@ -275,6 +258,41 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     s.pack_a = schedule::PackA::Packed;
     s.pack_b = c_.b.constant ? schedule::PackB::Prepacked : schedule::PackB::PerBlock;
     if (valid(s)) out.push_back(s);
+  };
+  // k-block: the A and B micro-panels (mr + nr floats per k) in L1, split evenly over K.
+  auto l1_kc = [&](const MicroKernelSchedule& s) {
+    int64_t kc_cap = std::max<int64_t>(8, kL1Bytes / (4 * (s.mr + s.nr)) / 8 * 8);
+    int64_t kc = max_.k;
+    for (int64_t j = 1; j <= 64; ++j) {
+      kc = std::min(max_.k, round_up(ceil_div(e.k, j), 8));
+      if (kc <= kc_cap) break;
+    }
+    return kc;
+  };
+  for (int64_t mr : heights) {
+    MicroKernelSchedule s;
+    s.isa = vec_.isa;
+    s.mr = mr;
+    // The widest tile the registers hold, no wider than N needs and than the sampled
+    // space goes (8 vectors).
+    int64_t v = std::min(
+        {schedule::max_tile_vectors(mr, vec_.registers), int64_t(8), ceil_div(e.n, vec_.width)});
+    if (v < 1) continue;
+    s.nr = v * vec_.width;
+    s.kc = l1_kc(s);
+    finish(s);
+  }
+  // One or two rows of a product whose constant B streams from memory (a model's weights
+  // at a sequence of one or two): a narrow tile with two accumulators, which the
+  // micro-kernel runs as four copies over four ranges of k, reading B as four streams at
+  // once (micro_kernel_emitter.cpp).
+  if (e.m <= 2 && c_.b.constant) {
+    MicroKernelSchedule s;
+    s.isa = vec_.isa;
+    s.mr = e.m;
+    s.nr = std::min<int64_t>(3 - e.m, ceil_div(e.n, vec_.width)) * vec_.width;
+    s.kc = l1_kc(s);
+    finish(s);
   }
   return out;
 }

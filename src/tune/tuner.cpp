@@ -133,8 +133,10 @@ std::vector<Trial> plan_calibration(const std::vector<MicroKernelSchedule>& seed
 
 }  // namespace
 
-nlohmann::json workload_json(const ops::OperatorSpec& op, int threads) {
-  return {{"operator", ops::to_json(op)}, {"threads", threads}};
+nlohmann::json workload_json(const ops::OperatorSpec& op, int threads, bool cold_weights) {
+  nlohmann::json j = {{"operator", ops::to_json(op)}, {"threads", threads}};
+  if (cold_weights) j["weights"] = "cold";  // measured otherwise: records not to be mixed
+  return j;
 }
 
 namespace {
@@ -337,7 +339,8 @@ TuneReport tune(const TuneOptions& o) {
         o.op.op, o.op.op);
   auto start = std::chrono::steady_clock::now();
   RecordFile records =
-      RecordFile::open({o.records_path, workload_json(o.op, o.threads), this_machine()});
+      RecordFile::open({o.records_path, workload_json(o.op, o.threads, o.measure.cold_weights),
+                       this_machine()});
   for (const std::string& w : records.warnings())
     if (!o.quiet) fmt::print(stderr, "warning: {}\n", w);
   std::vector<TuningRecord> warm;

@@ -77,7 +77,8 @@ struct ModelEvaluation {
 ModelEvaluation evaluate_cost_model(const ops::OperatorSpec& op, int threads,
                                     const std::vector<TuningRecord>& records);
 
-// The records file's identity of a workload: operator and threads.
-nlohmann::json workload_json(const ops::OperatorSpec& op, int threads);
+// The records file's identity of a workload: operator, threads, and how weights were
+// measured (cold: MeasureOptions::cold_weights).
+nlohmann::json workload_json(const ops::OperatorSpec& op, int threads, bool cold_weights = false);
 
 }  // namespace dietcode::tune

@@ -133,7 +133,7 @@ WorkloadSpec preset_workload(const std::string& name) {
              dense_layer("ffn1-3072x768-bias+gelu", 3072, 768, "bias+gelu"),
              dense_layer("ffn2-768x3072-bias+residual", 768, 3072, "bias+residual")}};
   if (name == "bert-base") {  // every distinct operator of the encoder: a model directory
-    WorkloadSpec w{name, {}};
+    WorkloadSpec w{name, {}, true};  // twelve layers of weights, 340 MB
     for (const model::NamedOperator& o : model::bert_operators(model::BertConfig{}))
       w.operators.push_back({o.name, o.op});
     return w;
@@ -180,13 +180,17 @@ WorkloadSpec parse_workload_spec(const std::string& text, const std::string& pat
     user_error("{}: {}: {}", path, field.empty() ? "top level" : field, why);
   };
   if (!j.is_object()) fail("", "expected a JSON object with \"name\" and \"operators\"");
-  static const std::set<std::string> top_keys = {"name", "operators"};
+  static const std::set<std::string> top_keys = {"name", "operators", "cold_weights"};
   for (auto& [k, v] : j.items())
-    if (!top_keys.count(k)) fail(k, "unknown field; expected name, operators");
+    if (!top_keys.count(k)) fail(k, "unknown field; expected name, operators, cold_weights");
   WorkloadSpec w;
   if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
     fail("name", "expected a non-empty string");
   w.name = j["name"].get<std::string>();
+  if (j.contains("cold_weights")) {
+    if (!j["cold_weights"].is_boolean()) fail("cold_weights", "expected true or false");
+    w.cold_weights = j["cold_weights"].get<bool>();
+  }
   if (!j.contains("operators") || !j["operators"].is_array() || j["operators"].empty())
     fail("operators", "expected a non-empty array of operators");
   static const std::set<std::string> op_keys = {"name", "op",         "N",      "K",

@@ -40,6 +40,9 @@ struct WorkloadOperator {
 struct WorkloadSpec {
   std::string name;
   std::vector<WorkloadOperator> operators;
+  // The operators are a model's layers, whose weights together exceed the caches: kernels
+  // are measured with their weights flushed before each call (MeasureOptions).
+  bool cold_weights = false;
 };
 
 // Names of the presets, and one by name (throws dietcode::Error listing the known ones).

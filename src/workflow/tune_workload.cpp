@@ -86,6 +86,7 @@ OperatorRun operator_run(const TuneWorkloadOptions& o, const tune::WorkloadSpec&
       o.trials > 0 ? o.trials : (single ? kSingleOperatorTrials : kWorkloadTrialsPerOperator);
   t.name = op.name;
   t.workload = w.name;
+  if (w.cold_weights) t.measure.cold_weights = true;
   // "[3/6] out": where this operator stands in the whole workload, on every progress line.
   size_t index = 0;
   while (index < w.operators.size() && w.operators[index].name != op.name) ++index;
@@ -218,7 +219,8 @@ void evaluate_model(const TuneWorkloadOptions& o) {
   if (!o.op || o.tune.records_path.empty())
     user_error("--evaluate-model needs --op ... and --records FILE");
   tune::RecordFile records = tune::RecordFile::open(
-      {o.tune.records_path, tune::workload_json(*o.op, o.tune.threads), tune::this_machine()});
+      {o.tune.records_path, tune::workload_json(*o.op, o.tune.threads, o.tune.measure.cold_weights),
+       tune::this_machine()});
   tune::ModelEvaluation e = tune::evaluate_cost_model(*o.op, o.tune.threads, records.records());
   fmt::print(
       "cost model on {}: trained on {} records, pairwise ranking accuracy {:.3f} on {} "

@@ -6,6 +6,7 @@
 #include "test_support.h"
 #include "tune_support.h"
 #include "tune/measure.h"
+#include "tune/tuner.h"
 
 namespace dietcode::tune {
 namespace {
@@ -66,6 +67,36 @@ TEST(Measure, AMissingWorkerIsAClearError) {
   MeasureOptions o = options();
   o.worker_path = "/nonexistent/dietcode-worker";
   EXPECT_USER_ERROR(Measurer(small_dense(), o), "/nonexistent/dietcode-worker not found");
+}
+
+}  // namespace
+}  // namespace dietcode::tune
+
+namespace dietcode::tune {
+namespace {
+
+// With cold weights every call is timed after the constant inputs (here the pre-packed
+// weights) are flushed; results stay checked and complete, alone and side by side, and
+// the records of such a run are not those of a hot one.
+TEST(Measure, ColdWeightsMeasureAloneAndSideBySide) {
+  MeasureOptions o = options();
+  o.cold_weights = true;
+  Measurer m(small_dense(), o);
+  std::vector<MeasureResult> r = m.measure({{kernel(2), {7}, ""}, {kernel(4), {33}, ""}});
+  ASSERT_EQ(r.size(), 2u);
+  for (const MeasureResult& x : r) {
+    EXPECT_TRUE(x.error.empty()) << x.error;
+    EXPECT_GT(x.seconds, 0);
+    EXPECT_LT(x.max_rel_err, 1e-5);
+  }
+  std::vector<MeasureResult> set = m.measure_side_by_side({kernel(1), kernel(3)}, {19});
+  ASSERT_EQ(set.size(), 2u);
+  for (const MeasureResult& x : set) {
+    EXPECT_TRUE(x.error.empty()) << x.error;
+    EXPECT_GT(x.seconds, 0);
+  }
+  EXPECT_NE(workload_json(small_dense(), 1, true), workload_json(small_dense(), 1, false));
+  EXPECT_EQ(workload_json(small_dense(), 1), workload_json(small_dense(), 1, false));
 }
 
 }  // namespace

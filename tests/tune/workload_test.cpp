@@ -110,3 +110,21 @@ TEST(WorkloadSpec, SemanticErrorsNameLineAndField) {
 
 }  // namespace
 }  // namespace dietcode::tune
+
+namespace dietcode::tune {
+namespace {
+
+TEST(WorkloadSpec, ColdWeightsFlag) {
+  EXPECT_TRUE(preset_workload("bert-base").cold_weights);  // a model: weights from DRAM
+  EXPECT_FALSE(preset_workload("bert-base-dense").cold_weights);
+  const char* spec = R"({"name": "m", "cold_weights": true, "operators": [
+    {"name": "qkv", "op": "dense", "N": 96, "K": 32, "M": [1, 16]}]})";
+  EXPECT_TRUE(parse_workload_spec(spec, "m.json").cold_weights);
+  EXPECT_USER_ERROR(parse_workload_spec(R"({"name": "m", "cold_weights": 1, "operators": [
+    {"name": "qkv", "op": "dense", "N": 96, "K": 32, "M": [1, 16]}]})",
+                                        "m.json"),
+                    "cold_weights");
+}
+
+}  // namespace
+}  // namespace dietcode::tune
