@@ -282,8 +282,8 @@ nlohmann::json measure_set(const std::vector<const runtime::Kernel*>& ks,
   std::vector<TimedCall> runs(ks.size());
   std::vector<int64_t> inner(ks.size(), 1);
   for (size_t i : timed) {
-    runs[i] = timed_call([&, i] { ks[i]->run(shape, args[i].inputs, args[i].output()); }, args[i],
-                         init);
+    runs[i] =
+        timed_call([&, i] { ks[i]->run(shape, args[i].inputs, args[i].output()); }, args[i], init);
     inner[i] = calls_per_burst(runs[i], plan.per_repeat);
   }
   std::vector<BurstStats> kept(ks.size());

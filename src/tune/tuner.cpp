@@ -338,9 +338,8 @@ TuneReport tune(const TuneOptions& o) {
         "is tuned jointly (leave out --per-shape)",
         o.op.op, o.op.op);
   auto start = std::chrono::steady_clock::now();
-  RecordFile records =
-      RecordFile::open({o.records_path, workload_json(o.op, o.threads, o.measure.cold_weights),
-                       this_machine()});
+  RecordFile records = RecordFile::open(
+      {o.records_path, workload_json(o.op, o.threads, o.measure.cold_weights), this_machine()});
   for (const std::string& w : records.warnings())
     if (!o.quiet) fmt::print(stderr, "warning: {}\n", w);
   std::vector<TuningRecord> warm;

@@ -132,7 +132,7 @@ WorkloadSpec preset_workload(const std::string& name) {
             {dense_layer("out-768x768-bias+residual", 768, 768, "bias+residual"),
              dense_layer("ffn1-3072x768-bias+gelu", 3072, 768, "bias+gelu"),
              dense_layer("ffn2-768x3072-bias+residual", 768, 3072, "bias+residual")}};
-  if (name == "bert-base") {  // every distinct operator of the encoder: a model directory
+  if (name == "bert-base") {         // every distinct operator of the encoder: a model directory
     WorkloadSpec w{name, {}, true};  // twelve layers of weights, 340 MB
     for (const model::NamedOperator& o : model::bert_operators(model::BertConfig{}))
       w.operators.push_back({o.name, o.op});

@@ -1,17 +1,20 @@
 // Measurement in worker processes: a kernel that crashes, hangs or computes a wrong
 // result is recorded as an error, and the rest of the batch is measured.
+#include "tune/measure.h"
+
 #include <gtest/gtest.h>
 
 #include "codegen/llvm/target.h"
 #include "test_support.h"
-#include "tune_support.h"
-#include "tune/measure.h"
 #include "tune/tuner.h"
+#include "tune_support.h"
 
 namespace dietcode::tune {
 namespace {
 
-ops::OperatorSpec small_dense() { return testing::small_dense_spec("bias_gelu"); }
+ops::OperatorSpec small_dense() {
+  return testing::small_dense_spec("bias_gelu");
+}
 
 MeasureOptions options() {
   MeasureOptions o;
@@ -25,7 +28,9 @@ MeasureOptions options() {
   return o;
 }
 
-schedule::MicroKernelSchedule kernel(int64_t mr) { return testing::prepacked_kernel(mr); }
+schedule::MicroKernelSchedule kernel(int64_t mr) {
+  return testing::prepacked_kernel(mr);
+}
 
 TEST(Measure, FaultsAreErrorsAndTheBatchGoesOn) {
   Measurer m(small_dense(), options());
