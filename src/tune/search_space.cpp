@@ -298,6 +298,12 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
 }
 
 std::vector<MicroKernelSchedule> SearchSpace::seeds_for_shapes() const {
+  std::vector<MicroKernelSchedule> out;
+  for (RuleSeed& r : rule_seeds()) out.push_back(std::move(r.schedule));
+  return out;
+}
+
+std::vector<SearchSpace::RuleSeed> SearchSpace::rule_seeds() const {
   // Shapes spread geometrically first (1, 2, 3, 4, 6, 9, ..., 128: small extents, where
   // the best tile changes fastest), then from the ends inward (64, 32, 96, ...): a prefix
   // of the seeds covers the range, not just its start.
@@ -323,11 +329,12 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for_shapes() const {
   std::vector<std::vector<MicroKernelSchedule>> per_shape;
   for (size_t i : order) per_shape.push_back(seeds_for(extents_[i]));
   // Each shape's first seed, then each shape's second, ...
-  std::vector<MicroKernelSchedule> out;
+  std::vector<RuleSeed> out;
   std::unordered_set<MicroKernelSchedule, schedule::ScheduleHash> seen;
   for (size_t rank = 0; rank < 3; ++rank)
-    for (const auto& seeds : per_shape)
-      if (rank < seeds.size() && seen.insert(seeds[rank]).second) out.push_back(seeds[rank]);
+    for (size_t j = 0; j < per_shape.size(); ++j)
+      if (rank < per_shape[j].size() && seen.insert(per_shape[j][rank]).second)
+        out.push_back({per_shape[j][rank], order[j]});
   return out;
 }
 

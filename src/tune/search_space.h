@@ -46,6 +46,13 @@ class SearchSpace {
   // spreads over the shapes (each shape's best seed first; shapes in geometric order,
   // then from the ends inward).
   std::vector<schedule::MicroKernelSchedule> seeds_for_shapes() const;
+  // The same seeds, each with the index of the declared shape it was made for: the tuner
+  // measures a seed there (a streaming tile for M = 1 says little at its best fit).
+  struct RuleSeed {
+    schedule::MicroKernelSchedule schedule;
+    size_t shape;
+  };
+  std::vector<RuleSeed> rule_seeds() const;
   static constexpr double kSeedPadding = 0.125;
   static constexpr int kSeedShapesGeometric = 12;  // shapes whose seeds come first
 

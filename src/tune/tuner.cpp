@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "codegen/llvm/target.h"
 #include "support/error.h"
@@ -160,6 +161,7 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
   bool calibrated = false;
   for (const TuningRecord& r : records.records())
     if (r.origin == Origin::Calibration) calibrated = true;
+  std::unordered_map<MicroKernelSchedule, size_t, schedule::ScheduleHash> seed_shape;
   while (progress.done() < o.trials) {
     ++round;
     model.fit(clean_records(records.records(), warm));
@@ -171,7 +173,12 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
         rank_seeds(searched, [&](const TuningRecord& r) { return model.intrinsic_gflops(r); });
     ctx.trials_so_far = progress.done();
     ctx.rule_seeds.clear();
-    if (progress.done() == 0) ctx.rule_seeds = space.seeds_for_shapes();
+    if (progress.done() == 0) {
+      for (SearchSpace::RuleSeed& r : space.rule_seeds()) {
+        seed_shape[r.schedule] = r.shape;
+        ctx.rule_seeds.push_back(std::move(r.schedule));
+      }
+    }
     // This round's budget: search candidates, then probes, then (once) calibration.
     const bool seeded = seeds.best_first.size() >= size_t(o.search.measure_per_round);
     int count = int(std::min<int64_t>(o.search.measure_per_round, o.trials - progress.done()));
@@ -181,8 +188,12 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
     if (calibrate_now) probes = std::max(probes, calibration_room);
     std::vector<Trial> trials;
     for (const MicroKernelSchedule& s :
-         propose_batch(ctx, o.search, seeds.best_first, seeds.measured, count - probes, rng))
-      trials.push_back({{s, shapes[model.best_fit(s, space.extents())], ""}, Origin::Joint});
+         propose_batch(ctx, o.search, seeds.best_first, seeds.measured, count - probes, rng)) {
+      auto seed = seed_shape.find(s);  // a rule seed is measured on the shape it was made for
+      const size_t at =
+          seed != seed_shape.end() ? seed->second : model.best_fit(s, space.extents());
+      trials.push_back({{s, shapes[at], ""}, Origin::Joint});
+    }
     std::vector<MicroKernelSchedule> top(
         seeds.best_first.begin(),
         seeds.best_first.begin() + std::min<size_t>(seeds.best_first.size(), 64));
