@@ -439,21 +439,14 @@ void write_encoder_plot(const EncoderBenchResult& r, const std::string& path) {
       std::map<std::string, std::vector<const EncoderMeasurement*>> series;
       for (const EncoderMeasurement& m : r.rows)
         if (m.threads == threads && m.layers == layers) series[m.engine].push_back(&m);
-      bool first = true;
+      std::vector<std::string> lines;
       for (const auto& [engine, rows] : series) {
-        const fs::path data = dir / fmt::format("{}.dat", index++);
-        std::ofstream f(data);
+        std::vector<std::array<double, 3>> points;
         for (const EncoderMeasurement* m : rows)
-          f << m->t << " " << m->median_ms << " " << m->roofline_ms << "\n";
-        script += fmt::format("{}'{}' using 1:2 with linespoints title '{}'", first ? "" : ", ",
-                              data.string(), engine);
-        if (engine == "dietcode")
-          script +=
-              fmt::format(", '{}' using 1:3 with lines dashtype 2 lc rgb 'black' title 'roofline'",
-                          data.string());
-        first = false;
+          points.push_back({double(m->t), m->median_ms, m->roofline_ms});
+        lines.push_back(plot_line(dir, index, engine, points, engine == "dietcode"));
       }
-      script += "\n";
+      script += fmt::format("{}\n", fmt::join(lines, ", "));
     }
     return script;
   });

@@ -1,6 +1,7 @@
 #include "benchmark/report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -161,7 +162,8 @@ std::string format_table(const BenchResult& r) {
     int single_layer_modules = 0;
     for (const std::string& o : ours) {
       if (layers_of[o].size() > 1) {
-        out += "\n" + all[o].text(ours.size() > 1 ? "all layers " + label(o) : "all layers");
+        out += '\n';
+        out += all[o].text(ours.size() > 1 ? "all layers " + label(o) : "all layers");
       } else if (o != "dietcode-sweep" && o != "dietcode" && all[o].count > 0) {
         ++single_layer_modules;
         modules.log_ratio += all[o].log_ratio;
@@ -209,24 +211,32 @@ void write_plot(const BenchResult& r, const std::string& path) {
     for (const std::string& layer : layers) {
       script += fmt::format("set ylabel '{}'\nset title '{} ({} threads)'\nplot ",
                             series[layer].begin()->second[0]->unit, layer, r.roofline.threads);
-      bool first = true;
+      std::vector<std::string> lines;
       for (auto& [impl, rows] : series[layer]) {
-        std::filesystem::path data = dir / fmt::format("{}.dat", file_index++);
-        std::ofstream f(data);
+        std::vector<std::array<double, 3>> points;
         for (const Measurement* m : rows)
-          f << m->t << " " << m->gflops << " " << m->roofline_gflops << "\n";
-        script += fmt::format("{}'{}' using 1:2 with linespoints title '{}'", first ? "" : ", ",
-                              data.string(), impl);
-        if (impl.rfind("dietcode", 0) == 0 && impl == series[layer].begin()->first)
-          script +=
-              fmt::format(", '{}' using 1:3 with lines dashtype 2 lc rgb 'black' title 'roofline'",
-                          data.string());
-        first = false;
+          points.push_back({double(m->t), m->gflops, m->roofline_gflops});
+        lines.push_back(
+            plot_line(dir, file_index, impl, points,
+                      impl.rfind("dietcode", 0) == 0 && impl == series[layer].begin()->first));
       }
-      script += "\n";
+      script += fmt::format("{}\n", fmt::join(lines, ", "));
     }
     return script;
   });
+}
+
+std::string plot_line(const std::filesystem::path& data_dir, int& index, const std::string& title,
+                      const std::vector<std::array<double, 3>>& points, bool with_roofline) {
+  const std::filesystem::path data = data_dir / fmt::format("{}.dat", index++);
+  std::ofstream f(data);
+  for (const auto& [x, y, roofline] : points) f << x << " " << y << " " << roofline << "\n";
+  std::string clause =
+      fmt::format("'{}' using 1:2 with linespoints title '{}'", data.string(), title);
+  if (with_roofline)
+    clause += fmt::format(", '{}' using 1:3 with lines dashtype 2 lc rgb 'black' title 'roofline'",
+                          data.string());
+  return clause;
 }
 
 void check_plot_path(const std::string& path) {

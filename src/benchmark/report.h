@@ -3,9 +3,11 @@
 // the CSV file and the plot.
 #pragma once
 
+#include <array>
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "benchmark/result.h"
 
@@ -27,5 +29,10 @@ void check_plot_path(const std::string& path);
 // dietcode::Error for a bad path or a gnuplot failure.
 void draw_plot(const std::string& path, size_t panels,
                const std::function<std::string(const std::filesystem::path& data_dir)>& panels_fn);
+// One line of a panel: writes `points` (x, y, roofline) as <data_dir>/<index>.dat (index
+// then advanced) and returns the plot clause titled `title`, with the roofline as a dashed
+// black line after it when `with_roofline`. Clauses are joined by ", " after "plot ".
+std::string plot_line(const std::filesystem::path& data_dir, int& index, const std::string& title,
+                      const std::vector<std::array<double, 3>>& points, bool with_roofline);
 
 }  // namespace dietcode::bench

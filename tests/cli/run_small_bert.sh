@@ -33,8 +33,13 @@ grep -q "^model .*: 1 layers, hidden 64, 4 heads, ffn 136" "$dir/run.out" || { c
 # The encoder benchmark on this model: our rows for every (layers, T), and each peer that
 # is installed (libtorch's plugin, ONNX Runtime's node_modules) with outputs matching ours.
 "$tool" bench --workload bert-base-encoder --model "$dir/model" --weights "$dir/w.st" \
-  --layers 1,2 --M 1,5,20 --repeat 2 --quiet --csv "$dir/enc.csv" > "$dir/enc.txt" ||
-  { cat "$dir/enc.txt"; exit 1; }
+  --layers 1,2 --M 1,5,20 --repeat 2 --quiet --csv "$dir/enc.csv" --plot "$dir/enc.svg" \
+  > "$dir/enc.txt" || { cat "$dir/enc.txt"; exit 1; }
+# The plot: a panel per layer count, our line with its roofline beside it (each title in
+# the SVG once per panel).
+[ "$(grep -c "BERT encoder, [12] layers, 1 threads" "$dir/enc.svg")" = 2 ] &&
+  grep -q ">roofline<" "$dir/enc.svg" && grep -q ">dietcode<" "$dir/enc.svg" ||
+  { echo "FAIL: plot"; exit 1; }
 grep -q "^geomean ratio to the best peer\|^BERT encoder, 2 layers, 1 thread" "$dir/enc.txt" ||
   { cat "$dir/enc.txt"; exit 1; }
 [ "$(grep -c ',dietcode,' "$dir/enc.csv")" = 6 ] || { cat "$dir/enc.csv"; exit 1; }
