@@ -75,8 +75,10 @@ struct OperatorRun {
   std::string module_path;
 };
 
-OperatorRun operator_run(const TuneWorkloadOptions& o, const tune::WorkloadSpec& w,
-                         const tune::WorkloadOperator& op, const std::string& out) {
+// `index`: the operator's place in `w`.
+OperatorRun operator_run(const TuneWorkloadOptions& o, const tune::WorkloadSpec& w, size_t index,
+                         const std::string& out) {
+  const tune::WorkloadOperator& op = w.operators[index];
   const bool single = o.op.has_value();
   OperatorRun run;
   tune::TuneOptions& t = run.options;
@@ -88,8 +90,6 @@ OperatorRun operator_run(const TuneWorkloadOptions& o, const tune::WorkloadSpec&
   t.workload = w.name;
   if (w.cold_weights) t.measure.cold_weights = true;
   // "[3/6] out": where this operator stands in the whole workload, on every progress line.
-  size_t index = 0;
-  while (index < w.operators.size() && w.operators[index].name != op.name) ++index;
   t.label = single ? "" : fmt::format("[{}/{}] {}", index + 1, w.operators.size(), op.name);
   run.module_path = single ? out : (fs::path(out) / (op.name + ".module.json")).string();
   if (single && t.records_path.empty()) t.records_path = out + ".records.jsonl";
@@ -179,8 +179,8 @@ TuneWorkloadResult tune_workload(const TuneWorkloadOptions& o) {
   // Every operator's run first, for one progress bar across all of them.
   std::vector<OperatorRun> runs;
   tune::WholeRun whole;
-  for (const tune::WorkloadOperator& op : r.workload.operators) {
-    runs.push_back(operator_run(o, r.workload, op, out));
+  for (size_t i = 0; i < r.workload.operators.size(); ++i) {
+    runs.push_back(operator_run(o, r.workload, i, out));
     whole.total += tune::trial_budget(runs.back().options);
   }
   for (size_t i = 0; i < runs.size(); ++i) {
