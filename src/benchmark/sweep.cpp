@@ -102,6 +102,16 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
       deep.mc = round_up(std::max<int64_t>(mr * 4, 64), mr);
       variants.push_back(clamp_blocks(deep));
     }
+    // A short product of constant B reads B from memory: each variant also walking four
+    // ranges of k at once (k_streams; tune::SearchSpace::kStreamingRows).
+    if (c.b.constant && ext.m <= 16) {
+      const size_t n = variants.size();
+      for (size_t i = 0; i < n; ++i) {
+        schedule::MicroKernelSchedule s = variants[i];
+        s.k_streams = 4;
+        variants.push_back(s);
+      }
+    }
     for (const schedule::MicroKernelSchedule& s : variants) {
       try {
         schedule::bind(s, op, c);

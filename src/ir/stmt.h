@@ -168,7 +168,8 @@ struct EpilogueOperand {
 struct MicroKernelNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::MicroKernel;
   int64_t mr, nr, unroll_k;
-  int64_t vector_width;  // fp32 lanes of the schedule's ISA; nr is a multiple
+  int64_t k_streams = 1;  // contiguous k ranges walked at once (at least the tile's copies)
+  int64_t vector_width;   // fp32 lanes of the schedule's ISA; nr is a multiple
   TileOperand a, b;
   Expr k_extent;
   Buffer c;

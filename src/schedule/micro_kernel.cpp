@@ -71,25 +71,28 @@ uint64_t MicroKernelSchedule::digest() const {
                     int64_t(loop_order[1]), int64_t(loop_order[2]), int64_t(parallel),
                     int64_t(inner_tile_loop), unroll_k, int64_t(pack_a), int64_t(pack_b)})
     h.add(v);
+  if (k_streams != 1) h.add(k_streams);  // absent from the digests of one-stream schedules
   return h.value();
 }
 
 json to_json(const MicroKernelSchedule& s) {
   json order = json::array();
   for (Axis a : s.loop_order) order.push_back(to_string(a));
-  return json{{"target", to_string(s.target)},
-              {"isa", to_string(s.isa)},
-              {"mr", s.mr},
-              {"nr", s.nr},
-              {"kc", s.kc},
-              {"mc", s.mc},
-              {"nc", s.nc},
-              {"loop_order", order},
-              {"parallel", to_string(s.parallel)},
-              {"inner_tile_loop", to_string(s.inner_tile_loop)},
-              {"unroll_k", s.unroll_k},
-              {"pack_a", to_string(s.pack_a)},
-              {"pack_b", to_string(s.pack_b)}};
+  json j{{"target", to_string(s.target)},
+         {"isa", to_string(s.isa)},
+         {"mr", s.mr},
+         {"nr", s.nr},
+         {"kc", s.kc},
+         {"mc", s.mc},
+         {"nc", s.nc},
+         {"loop_order", order},
+         {"parallel", to_string(s.parallel)},
+         {"inner_tile_loop", to_string(s.inner_tile_loop)},
+         {"unroll_k", s.unroll_k},
+         {"pack_a", to_string(s.pack_a)},
+         {"pack_b", to_string(s.pack_b)}};
+  if (s.k_streams != 1) j["k_streams"] = s.k_streams;  // optional: 1 when absent
+  return j;
 }
 
 std::string to_json_text(const MicroKernelSchedule& s) {
@@ -140,8 +143,9 @@ ParallelAxis parse_parallel(const std::string& text) {
 MicroKernelSchedule schedule_from_json(const json& j) {
   if (!j.is_object()) user_error("schedule JSON: expected an object, got {}", j.dump());
   static const std::set<std::string> known{
-      "target",          "isa",      "mr",     "nr",    "kc", "mc", "nc", "loop_order", "parallel",
-      "inner_tile_loop", "unroll_k", "pack_a", "pack_b"};
+      "target",   "isa",       "mr",         "nr",       "kc",
+      "mc",       "nc",        "loop_order", "parallel", "inner_tile_loop",
+      "unroll_k", "k_streams", "pack_a",     "pack_b"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) user_error("schedule JSON: unknown field '{}'", it.key());
   MicroKernelSchedule s;
@@ -172,6 +176,7 @@ MicroKernelSchedule schedule_from_json(const json& j) {
     user_error("schedule: unknown inner_tile_loop '{}'; expected m or n", inner);
   s.inner_tile_loop = inner == "m" ? Axis::M : Axis::N;
   s.unroll_k = int_field(j, "unroll_k");
+  if (j.contains("k_streams")) s.k_streams = int_field(j, "k_streams");
   std::string pa = string_field(j, "pack_a"), pb = string_field(j, "pack_b");
   if (pa != "packed" && pa != "direct")
     user_error("schedule JSON: pack_a '{}'; expected packed or direct", pa);
@@ -241,6 +246,9 @@ void validate(const MicroKernelSchedule& s) {
     user_error("schedule: blocks mc={} nc={} kc={} need panels over 256 MiB", s.mc, s.nc, s.kc);
   if (s.unroll_k < 1 || s.unroll_k > 16)
     user_error("schedule: unroll_k = {} must be in [1, 16]", s.unroll_k);
+  if ((s.k_streams != 1 && s.k_streams != 2 && s.k_streams != 4) || s.k_streams > s.unroll_k)
+    user_error("schedule: k_streams = {} must be 1, 2 or 4 and at most unroll_k = {}", s.k_streams,
+               s.unroll_k);
   LoopOrder sorted = s.loop_order;
   std::sort(sorted.begin(), sorted.end());
   if (sorted != LoopOrder{Axis::M, Axis::N, Axis::K})

@@ -1,5 +1,5 @@
 // A CPU micro-kernel schedule of a contraction, as typed data: the register tile, the
-// cache blocks, the loop order, the parallel axis, the k-unroll and the packing of each
+// cache blocks, the loop order, the parallel axis, the k-unroll and k-streams, the packing of each
 // operand. JSON is its form only at the boundaries (records, modules, the worker pipe,
 // the command line); inside, schedules are compared and hashed by their fields.
 //
@@ -64,6 +64,11 @@ struct MicroKernelSchedule {
   ParallelAxis parallel = ParallelAxis::M;
   Axis inner_tile_loop = Axis::M;  // the innermost tile loop: M or N (see above)
   int64_t unroll_k = 4;
+  // Contiguous ranges of the k block the micro-kernel walks at once (1, 2 or 4, at most
+  // unroll_k): each k-loop iteration takes a step in every range, so B streams from as
+  // many places. One core's memory system serves a few streams about twice as fast as one
+  // when B comes from DRAM (the weights of a short sequence's dense layer).
+  int64_t k_streams = 1;
   PackA pack_a = PackA::Packed;
   PackB pack_b = PackB::PerBlock;
 

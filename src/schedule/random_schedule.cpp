@@ -40,6 +40,10 @@ MicroKernelSchedule random_schedule(std::mt19937_64& rng, Isa isa_id, const te::
     if (!c.batch_axes.empty()) par.push_back(ParallelAxis::Batch);
     s.parallel = par[uniform(rng, 0, static_cast<int64_t>(par.size()) - 1)];
     s.unroll_k = std::vector<int64_t>{1, 2, 3, 4, 8}[uniform(rng, 0, 4)];
+    s.k_streams = std::vector<int64_t>{1, 2, 4}[uniform(rng, 0,
+                                                        s.unroll_k >= 4   ? 2
+                                                        : s.unroll_k >= 2 ? 1
+                                                                          : 0)];
     s.inner_tile_loop = uniform(rng, 0, 1) ? Axis::N : Axis::M;
     s.pack_a = uniform(rng, 0, 1) ? PackA::Packed : PackA::Direct;
     s.pack_b = (c.b.constant && uniform(rng, 0, 1)) ? PackB::Prepacked : PackB::PerBlock;

@@ -168,7 +168,9 @@ int64_t calls_per_burst(const std::function<void()>& run, double per_repeat) {
 }
 
 // Seconds per call of one timed burst. A "slow" fault sleeps inside the burst, as a
-// neighbour taking the core for a while would.
+// neighbour taking the core for a while would: three times the burst's own time, so that
+// the slowed bursts stand apart from the others even when the machine's own noise
+// doubles one of those (a test's disturbed window must read as disturbed).
 double time_burst(const TimedCall& call, int64_t calls, bool slow) {
   Clock::duration timed{};
   if (call.cold.empty()) {
@@ -184,8 +186,8 @@ double time_burst(const TimedCall& call, int64_t calls, bool slow) {
     }
   }
   if (slow) {
-    std::this_thread::sleep_for(timed);
-    timed *= 2;
+    std::this_thread::sleep_for(3 * timed);
+    timed *= 4;
   }
   return std::chrono::duration<double>(timed).count() / double(calls);
 }

@@ -170,6 +170,19 @@ std::vector<int64_t> SearchSpace::nc_choices(int64_t nr, int64_t kc, const Exten
   return out;
 }
 
+namespace {
+
+// One stream usually (B in cache), two or four for B that streams from memory; at most
+// the k-unroll (schedule::validate).
+int64_t sample_k_streams(std::mt19937_64& rng, int64_t unroll_k) {
+  std::vector<int64_t> streams = {1, 1};
+  for (int64_t s : {2, 4})
+    if (s <= unroll_k) streams.push_back(s);
+  return pick(rng, streams);
+}
+
+}  // namespace
+
 void SearchSpace::sample_knobs(std::mt19937_64& rng, MicroKernelSchedule& s) const {
   static const std::vector<schedule::LoopOrder> orders = {
       {Axis::N, Axis::K, Axis::M}, {Axis::N, Axis::M, Axis::K}, {Axis::K, Axis::N, Axis::M},
@@ -182,6 +195,7 @@ void SearchSpace::sample_knobs(std::mt19937_64& rng, MicroKernelSchedule& s) con
   s.parallel = pick(rng, parallel);
   s.inner_tile_loop = chance(rng, 0.5) ? Axis::M : Axis::N;
   s.unroll_k = pick(rng, std::vector<int64_t>{1, 2, 4, 4, 8});
+  s.k_streams = sample_k_streams(rng, s.unroll_k);
   s.pack_a = chance(rng, 0.5) ? schedule::PackA::Packed : schedule::PackA::Direct;
 }
 
@@ -282,6 +296,13 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     s.kc = l1_kc(s);
     finish(s);
   }
+  // A short product of constant B streams B from memory (a model's weights at a short
+  // sequence): the tallest tile again, walking four ranges of k at once (k_streams).
+  if (e.m <= kStreamingRows && c_.b.constant && !out.empty()) {
+    MicroKernelSchedule s = out.front();
+    s.k_streams = 4;
+    if (valid(s)) out.insert(out.begin() + 1, s);
+  }
   // One or two rows of a product whose constant B streams from memory (a model's weights
   // at a sequence of one or two): a narrow tile with two accumulators, which the
   // micro-kernel runs as four copies over four ranges of k, reading B as four streams at
@@ -379,7 +400,7 @@ std::optional<MicroKernelSchedule> SearchSpace::mutate(std::mt19937_64& rng,
     } else {
       MicroKernelSchedule knobs = s;
       sample_knobs(rng, knobs);
-      switch (std::uniform_int_distribution<int>(0, 4)(rng)) {
+      switch (std::uniform_int_distribution<int>(0, 5)(rng)) {
         case 0:
           s.loop_order = knobs.loop_order;
           break;
@@ -391,6 +412,10 @@ std::optional<MicroKernelSchedule> SearchSpace::mutate(std::mt19937_64& rng,
           break;
         case 3:
           s.unroll_k = knobs.unroll_k;
+          s.k_streams = knobs.k_streams;
+          break;
+        case 4:
+          s.k_streams = sample_k_streams(rng, s.unroll_k);
           break;
         default:
           s.pack_a = knobs.pack_a;

@@ -42,9 +42,10 @@ class SearchSpace {
   // beside mr rows of accumulators, a k-block whose A and B micro-panels stay in L1,
   // m and n blocks whose packed panels stay in L2 (split over the cores when threads
   // > 1, parallel over M when M gives every core a task, else over N), the BLIS loop
-  // order. Every seed is valid (schedule::bind); deduplicated; ordered so that a prefix
-  // spreads over the shapes (each shape's best seed first; shapes in geometric order,
-  // then from the ends inward).
+  // order; for a constant B and at most kStreamingRows rows (B streams from memory), the
+  // tallest of them again walking four ranges of k at once. Every seed is valid (schedule::bind);
+  // deduplicated; ordered so that a prefix spreads over the shapes (each shape's best seed first;
+  // shapes in geometric order, then from the ends inward).
   std::vector<schedule::MicroKernelSchedule> seeds_for_shapes() const;
   // The same seeds, each with the index of the declared shape it was made for: the tuner
   // measures a seed there (a streaming tile for M = 1 says little at its best fit).
@@ -54,6 +55,9 @@ class SearchSpace {
   };
   std::vector<RuleSeed> rule_seeds() const;
   static constexpr double kSeedPadding = 0.125;
+  // Rows up to which a product of constant fp32 B is bound by reading B (2 * M flops per
+  // 4 bytes of B vs a core's ~7 flops per byte of DRAM bandwidth).
+  static constexpr int64_t kStreamingRows = 16;
   static constexpr int kSeedShapesGeometric = 12;  // shapes whose seeds come first
 
   const ShapeExtents& extents() const { return extents_; }

@@ -114,6 +114,46 @@ INSTANTIATE_TEST_SUITE_P(AllOperators, GeneratedCode,
                                   std::string(to_string(std::get<1>(info.param)));
                          });
 
+// k_streams walks 2 or 4 ranges of each k block at once (one tile, or the copies of a
+// few-accumulator one): k blocks shorter than, equal to and just off multiples of the
+// streams x unroll, and tiles with 1, 2 and more accumulator copies.
+TEST(GeneratedCode, KStreamsMatchReferenceForEveryKBlock) {
+  const schedule::Isa isa = codegen::host_target().isa;
+  const int64_t w = schedule::vector_isa(isa).width;
+  std::mt19937_64 rng(7);
+  int checked = 0;
+  for (int64_t k : {1, 3, 8, 17, 63, 200}) {
+    te::Operator op = ops::dense(1, 128, 3 * w + 5, k, ops::Epilogue::Bias);
+    std::vector<reference::CheckCase> cases;
+    for (int64_t m : {1, 2, 7, 64, 129}) cases.push_back(reference::make_check_case(op, {m}, rng));
+    for (auto [mr, vectors] : {std::pair<int64_t, int64_t>{1, 1}, {2, 1}, {4, 2}, {1, 3}})
+      for (int64_t streams : {2, 4})
+        for (int64_t unroll : {4, 8})
+          for (int64_t kc : {int64_t{5}, int64_t{64}}) {
+            schedule::MicroKernelSchedule s;
+            s.isa = isa;
+            s.mr = mr;
+            s.nr = vectors * w;
+            s.kc = std::min(kc, k);
+            s.mc = mr * 4;
+            s.nc = s.nr * 2;
+            s.unroll_k = unroll;
+            s.k_streams = streams;
+            s.pack_b =
+                (streams + unroll) % 3 ? schedule::PackB::Prepacked : schedule::PackB::PerBlock;
+            s.pack_a = kc == 5 ? schedule::PackA::Packed : schedule::PackA::Direct;
+            runtime::Kernel kernel = runtime::Kernel::compile(op, s);
+            for (const reference::CheckCase& c : cases) {
+              double err = reference::run_check_case(kernel, c);
+              ASSERT_LE(err, kTolerance)
+                  << "K=" << k << " M=" << c.shape[0] << " schedule=" << schedule::to_json_text(s);
+              ++checked;
+            }
+          }
+  }
+  EXPECT_EQ(checked, 6 * 5 * 4 * 2 * 2 * 2);
+}
+
 schedule::MicroKernelSchedule parallel_schedule() {
   schedule::MicroKernelSchedule s;
   s.isa = codegen::host_target().isa;

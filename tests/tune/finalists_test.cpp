@@ -12,6 +12,7 @@
 #include <set>
 
 #include "codegen/llvm/target.h"
+#include "ops/batch_matmul.h"
 #include "ops/dense.h"
 #include "reference/reference.h"
 #include "runtime/module.h"
@@ -162,6 +163,34 @@ TEST(Seeds, ValidAndCoverEachDeclaredShapeWithLittlePadding) {
         EXPECT_GE(best, 1.0 - SearchSpace::kSeedPadding) << "M=" << m;
       }
     }
+}
+
+TEST(Seeds, ShortProductsOfConstantBAlsoWalkFourRangesOfK) {
+  // Up to kStreamingRows rows the weights stream from memory: each such shape gets its
+  // tallest seed again with k_streams = 4, right after it; longer shapes and a B that
+  // changes per call (attention) get none.
+  te::Operator op = ops::dense(1, 128, 2304, 768);
+  SearchSpace space(op, schedule::Isa::Avx2, 1, range(1, 128), SpaceKind::ShapeGeneric);
+  std::set<int64_t> streamed_rows;
+  for (const SearchSpace::RuleSeed& r : space.rule_seeds()) {
+    if (r.schedule.k_streams == 1) continue;
+    EXPECT_EQ(r.schedule.k_streams, 4);
+    const int64_t m = space.extents()[r.shape].m;
+    EXPECT_LE(m, SearchSpace::kStreamingRows);
+    schedule::MicroKernelSchedule one = r.schedule;
+    one.k_streams = 1;
+    std::vector<schedule::MicroKernelSchedule> all = space.seeds_for_shapes();
+    EXPECT_NE(std::find(all.begin(), all.end(), one), all.end()) << "its one-stream twin";
+    streamed_rows.insert(m);
+  }
+  // (a seed shared by several shapes is credited to the first of them)
+  EXPECT_TRUE(streamed_rows.count(1));
+  EXPECT_GE(streamed_rows.size(), 4u);
+  te::ShapeVar t = te::shape_var("T", 1, 128);
+  te::Operator qk = ops::batch_matmul({t}, 12, t.var, t.var, 64, ops::Layout::NT);
+  SearchSpace attention(qk, schedule::Isa::Avx2, 1, range(1, 128), SpaceKind::ShapeGeneric);
+  for (const schedule::MicroKernelSchedule& s : attention.seeds_for_shapes())
+    EXPECT_EQ(s.k_streams, 1) << schedule::to_json_text(s);
 }
 
 TEST(Seeds, SmallShapesFirst) {

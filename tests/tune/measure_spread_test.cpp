@@ -10,16 +10,18 @@
 
 #include "codegen/llvm/target.h"
 #include "test_support.h"
-#include "tune_support.h"
 #include "tune/measure.h"
 #include "tune/records.h"
+#include "tune_support.h"
 
 namespace dietcode::tune {
 namespace {
 
 namespace fs = std::filesystem;
 
-ops::OperatorSpec small_dense() { return testing::small_dense_spec(); }
+ops::OperatorSpec small_dense() {
+  return testing::small_dense_spec();
+}
 
 MeasureOptions options() {
   MeasureOptions o;
@@ -32,7 +34,9 @@ MeasureOptions options() {
   return o;
 }
 
-schedule::MicroKernelSchedule kernel(int64_t mr) { return testing::prepacked_kernel(mr); }
+schedule::MicroKernelSchedule kernel(int64_t mr) {
+  return testing::prepacked_kernel(mr);
+}
 
 TEST(MeasureSpread, EveryResultCarriesItsSpread) {
   Measurer m(small_dense(), options());
@@ -99,7 +103,9 @@ TEST(MeasureSpread, SideBySideChecksAndTimesEachKernel) {
   std::vector<MeasureResult> slow = m.measure_side_by_side(ks, {9}, "slow");
   for (const MeasureResult& one : slow) {
     EXPECT_EQ(one.timing.attempts, 3);
-    EXPECT_TRUE(one.timing.disturbed);
+    EXPECT_TRUE(one.timing.disturbed)
+        << "spread " << one.timing.spread << ", median " << one.timing.median_seconds << " s, min "
+        << one.timing.min_seconds << " s";
   }
 }
 

@@ -117,7 +117,7 @@ TEST(Schedule, EqualityAndDigestFollowEveryField) {
   // Two schedules that differ in any one field are unequal and digest apart; equal
   // ones digest alike, on every run (the digest keys held-out splits).
   MicroKernelSchedule a = good();
-  std::vector<MicroKernelSchedule> variants(12, a);
+  std::vector<MicroKernelSchedule> variants(13, a);
   variants[0].isa = schedule::Isa::Avx512;
   variants[1].mr += 1;
   variants[2].nr += 8;
@@ -130,6 +130,7 @@ TEST(Schedule, EqualityAndDigestFollowEveryField) {
   variants[9].unroll_k += 1;
   variants[10].pack_a = schedule::PackA::Direct;
   variants[11].pack_b = schedule::PackB::PerBlock;
+  variants[12].k_streams = 2;
   std::set<uint64_t> digests{a.digest()};
   for (size_t i = 0; i < variants.size(); ++i) {
     EXPECT_FALSE(variants[i] == a) << i;
@@ -141,6 +142,26 @@ TEST(Schedule, EqualityAndDigestFollowEveryField) {
   // The digest is a function of the fields alone, pinned: if it changed, held-out splits
   // of existing records would move.
   EXPECT_EQ(MicroKernelSchedule{}.digest(), uint64_t{13919410877146264626ULL});
+}
+
+TEST(Schedule, KStreamsIsOptionalInJsonAndBoundedByTheUnroll) {
+  // One stream is the default and is not written (records and modules written before
+  // the field existed read back unchanged, with the same digests).
+  MicroKernelSchedule a = good();
+  EXPECT_FALSE(schedule::to_json(a).contains("k_streams"));
+  MicroKernelSchedule s = a;
+  s.k_streams = 4;
+  EXPECT_NO_THROW(schedule::validate(s));
+  EXPECT_EQ(schedule::to_json(s).at("k_streams"), 4);
+  EXPECT_EQ(schedule::schedule_from_json_text(schedule::to_json_text(s)), s);
+  s.k_streams = 3;
+  EXPECT_USER_ERROR(schedule::validate(s), "k_streams = 3 must be 1, 2 or 4");
+  s.k_streams = 4;
+  s.unroll_k = 2;
+  EXPECT_USER_ERROR(schedule::validate(s), "at most unroll_k = 2");
+  nlohmann::json j = schedule::to_json(a);
+  j["k_streams"] = "four";
+  EXPECT_USER_ERROR(schedule::schedule_from_json(j), "field 'k_streams'");
 }
 
 TEST(Schedule, RejectsBlocksThatAreNotTileMultiples) {

@@ -171,10 +171,17 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   auto copies_for = [&](int64_t unroll) {
     return std::min(unroll, std::max<int64_t>(1, (kFmasInFlight + MR * V - 1) / (MR * V)));
   };
+  // Streams of B: each k-loop iteration takes `step` k-steps from each of `streams`
+  // equal contiguous ranges of k (split_len k-steps apart): the schedule's k_streams, and
+  // at least one range per copy of a few-accumulator tile; range s adds into copy
+  // s % copies.
+  const int64_t copies = copies_for(mk.unroll_k);
+  const int64_t streams = std::max(copies, std::min(mk.k_streams, mk.unroll_k));
   auto k_loop = [&](llvm::Value* begin, llvm::Value* end, int64_t unroll, Tile acc_in,
                     const char* name, llvm::Value* split_len = nullptr) {
-    const int64_t copies = copies_for(unroll);
-    const int64_t step = split_len ? unroll / copies : unroll;  // k per copy per iteration
+    const int64_t n_copies = split_len ? copies : copies_for(unroll);
+    const int64_t n_streams = split_len ? streams : 1;
+    const int64_t step = unroll / n_streams;  // k per stream per iteration
     llvm::BasicBlock* pre = b.GetInsertBlock();
     llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx, std::string(name) + ".header", fn);
     llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx, std::string(name) + ".body", fn);
@@ -183,8 +190,8 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
     b.SetInsertPoint(header);
     llvm::PHINode* k = b.CreatePHI(i64, 2, "k");
     k->addIncoming(begin, pre);
-    std::vector<Tile> phis(copies, Tile(MR, std::vector<llvm::Value*>(V)));
-    for (int64_t c = 0; c < copies; ++c)
+    std::vector<Tile> phis(n_copies, Tile(MR, std::vector<llvm::Value*>(V)));
+    for (int64_t c = 0; c < n_copies; ++c)
       for (int64_t i = 0; i < MR; ++i)
         for (int64_t v = 0; v < V; ++v) {
           llvm::PHINode* p = b.CreatePHI(vt, 2);
@@ -195,43 +202,42 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
     b.SetInsertPoint(body);
     std::vector<Tile> acc = phis;
     if (split_len) {
-      for (int64_t c = 0; c < copies; ++c)
+      for (int64_t s = 0; s < n_streams; ++s)
         for (int64_t u = 0; u < step; ++u)
-          k_step(b.CreateAdd(b.CreateAdd(k, b.CreateMul(split_len, imm(c)), "", false, true),
+          k_step(b.CreateAdd(b.CreateAdd(k, b.CreateMul(split_len, imm(s)), "", false, true),
                              imm(u), "", false, true),
-                 acc[c]);
+                 acc[s % n_copies]);
     } else {
       for (int64_t u = 0; u < unroll; ++u)
-        k_step(b.CreateAdd(k, imm(u), "", false, true), acc[u % copies]);
+        k_step(b.CreateAdd(k, imm(u), "", false, true), acc[u % n_copies]);
     }
     llvm::BasicBlock* latch = b.GetInsertBlock();
     k->addIncoming(b.CreateAdd(k, imm(step), "", false, true), latch);
-    for (int64_t c = 0; c < copies; ++c)
+    for (int64_t c = 0; c < n_copies; ++c)
       for (int64_t i = 0; i < MR; ++i)
         for (int64_t v = 0; v < V; ++v)
           llvm::cast<llvm::PHINode>(phis[c][i][v])->addIncoming(acc[c][i][v], latch);
     b.CreateBr(header);
     b.SetInsertPoint(exit);
     Tile sum = phis[0];  // the header's values are live on exit
-    for (int64_t c = 1; c < copies; ++c)
+    for (int64_t c = 1; c < n_copies; ++c)
       for (int64_t i = 0; i < MR; ++i)
         for (int64_t v = 0; v < V; ++v) sum[i][v] = b.CreateFAdd(sum[i][v], phis[c][i][v]);
     return sum;
   };
-  // Copies of the tile split k into equal ranges of split_len steps (a multiple of the
-  // steps each copy takes per iteration); the rest, and every k of an unsplit loop past
-  // its last whole unrolled step, in a loop of single steps.
-  const int64_t copies = copies_for(mk.unroll_k);
-  const int64_t per_copy = mk.unroll_k / copies;
+  // The streams split k into equal ranges of split_len steps (a multiple of the steps each
+  // stream takes per iteration); the rest, and every k of an unsplit loop past its last
+  // whole unrolled step, in a loop of single steps.
+  const int64_t per_stream = mk.unroll_k / streams;
   llvm::Value* split_len =
-      copies > 1 ? b.CreateMul(b.CreateSDiv(k_extent, imm(copies * per_copy)), imm(per_copy))
-                 : nullptr;
+      streams > 1 ? b.CreateMul(b.CreateSDiv(k_extent, imm(streams * per_stream)), imm(per_stream))
+                  : nullptr;
   llvm::Value* k_main =
-      copies > 1 ? b.CreateMul(split_len, imm(copies))
-                 : b.CreateMul(b.CreateSDiv(k_extent, imm(mk.unroll_k)), imm(mk.unroll_k));
+      streams > 1 ? b.CreateMul(split_len, imm(streams))
+                  : b.CreateMul(b.CreateSDiv(k_extent, imm(mk.unroll_k)), imm(mk.unroll_k));
   auto k_loops = [&](Tile acc) {
     if (mk.unroll_k > 1)
-      acc = k_loop(imm(0), copies > 1 ? split_len : k_main, mk.unroll_k, acc, "k.unrolled",
+      acc = k_loop(imm(0), streams > 1 ? split_len : k_main, mk.unroll_k, acc, "k.unrolled",
                    split_len);
     return k_loop(mk.unroll_k > 1 ? k_main : imm(0), k_extent, 1, acc, "k.rest");
   };
