@@ -283,6 +283,10 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     }
     return kc;
   };
+  // A short product of constant B streams B from memory (a model's weights at a short
+  // sequence): there each tile walks four ranges of k at once (k_streams), and the
+  // tallest also with one, after the first.
+  const bool streaming = e.m <= kStreamingRows && c_.b.constant;
   for (int64_t mr : heights) {
     MicroKernelSchedule s;
     s.isa = vec_.isa;
@@ -295,13 +299,14 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     s.nr = v * vec_.width;
     s.kc = l1_kc(s);
     finish(s);
-  }
-  // A short product of constant B streams B from memory (a model's weights at a short
-  // sequence): the tallest tile again, walking four ranges of k at once (k_streams).
-  if (e.m <= kStreamingRows && c_.b.constant && !out.empty()) {
-    MicroKernelSchedule s = out.front();
-    s.k_streams = 4;
-    if (valid(s)) out.insert(out.begin() + 1, s);
+    if (streaming && !out.empty() && out.back().mr == mr && out.back().k_streams == 1) {
+      MicroKernelSchedule one = out.back();
+      out.back().k_streams = 4;
+      if (!valid(out.back()))
+        out.back() = one;
+      else if (out.size() == 1)
+        out.push_back(one);
+    }
   }
   // One or two rows of a product whose constant B streams from memory (a model's weights
   // at a sequence of one or two): a narrow tile with two accumulators, which the

@@ -42,8 +42,9 @@ class SearchSpace {
   // beside mr rows of accumulators, a k-block whose A and B micro-panels stay in L1,
   // m and n blocks whose packed panels stay in L2 (split over the cores when threads
   // > 1, parallel over M when M gives every core a task, else over N), the BLIS loop
-  // order; for a constant B and at most kStreamingRows rows (B streams from memory), the
-  // tallest of them again walking four ranges of k at once. Every seed is valid (schedule::bind);
+  // order; for a constant B and at most kStreamingRows rows (B streams from memory),
+  // each walking four ranges of k at once (k_streams), the tallest also with one. Every
+  // seed is valid (schedule::bind);
   // deduplicated; ordered so that a prefix spreads over the shapes (each shape's best seed first;
   // shapes in geometric order, then from the ends inward).
   std::vector<schedule::MicroKernelSchedule> seeds_for_shapes() const;
