@@ -10,8 +10,11 @@ using namespace dietcode;
 
 namespace {
 
-std::string assembly_for(schedule::Isa isa, int64_t nr, int64_t mr = 6) {
+std::string assembly_for(schedule::Isa isa, int64_t nr, int64_t mr = 6, int64_t k_streams = 1,
+                         schedule::PackA pack_a = schedule::PackA::Packed) {
   schedule::MicroKernelSchedule s;
+  s.k_streams = k_streams;
+  s.pack_a = pack_a;
   s.isa = isa;
   s.mr = mr;
   s.nr = nr;
@@ -82,5 +85,26 @@ TEST(Assembly, WideAvx2TilesLoadAFirstWithoutSpills) {
     std::string a = assembly_for(schedule::Isa::Avx2, nr, mr);
     EXPECT_GE(fma_lines(a, "ymm"), mr * vectors * 4 + mr * vectors) << mr << "x" << nr;
     EXPECT_EQ(stack_vector_lines(a, "ymm"), 0) << mr << "x" << nr << ": vector registers spilled";
+  }
+}
+
+// Walking several ranges of k (k_streams) keeps the tile in registers (the ranges of a
+// whole k block lie a constant distance apart, folded into the load addresses). Not yet
+// for the tallest tiles with A read in place: 6 x 16 with two streams spills one
+// accumulator there (six row pointers; LLVM hoists a broadcast across the loop).
+TEST(Assembly, KStreamTilesKeepTheirAccumulatorsInRegisters) {
+  struct Case {
+    int64_t mr, nr, streams;
+    schedule::PackA pack_a;
+  };
+  for (Case c : {Case{6, 16, 2, schedule::PackA::Packed}, Case{6, 16, 4, schedule::PackA::Packed},
+                 Case{4, 24, 4, schedule::PackA::Packed}, Case{4, 24, 4, schedule::PackA::Direct},
+                 Case{1, 16, 4, schedule::PackA::Direct}}) {
+    std::string a = assembly_for(schedule::Isa::Avx2, c.nr, c.mr, c.streams, c.pack_a);
+    const int64_t accumulators = c.mr * c.nr / 8;
+    EXPECT_GE(fma_lines(a, "ymm"), accumulators * 4) << c.mr << "x" << c.nr;
+    EXPECT_EQ(stack_vector_lines(a, "ymm"), 0)
+        << c.mr << "x" << c.nr << ", " << c.streams << " streams, A "
+        << (c.pack_a == schedule::PackA::Packed ? "packed" : "direct") << ": registers spilled";
   }
 }

@@ -10,6 +10,7 @@
 // masked (llvm.masked.load) so that no lane past the tensor's end is touched.
 #include <llvm/IR/Intrinsics.h>
 
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -225,21 +226,58 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
         for (int64_t v = 0; v < V; ++v) sum[i][v] = b.CreateFAdd(sum[i][v], phis[c][i][v]);
     return sum;
   };
+  // Two ways to the same tile: `then` where cond holds, else `otherwise`, joined by phis.
+  auto either = [&](llvm::Value* cond, const char* name, const std::function<Tile()>& then,
+                    const std::function<Tile()>& otherwise) {
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".then", fn);
+    llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".else", fn);
+    llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx, std::string(name) + ".join", fn);
+    b.CreateCondBr(cond, then_bb, else_bb);
+    b.SetInsertPoint(then_bb);
+    Tile x = then();
+    llvm::BasicBlock* then_end = b.GetInsertBlock();
+    b.CreateBr(join);
+    b.SetInsertPoint(else_bb);
+    Tile y = otherwise();
+    llvm::BasicBlock* else_end = b.GetInsertBlock();
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+    Tile out(MR, std::vector<llvm::Value*>(V));
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t v = 0; v < V; ++v) {
+        llvm::PHINode* p = b.CreatePHI(vt, 2);
+        p->addIncoming(x[i][v], then_end);
+        p->addIncoming(y[i][v], else_end);
+        out[i][v] = p;
+      }
+    return out;
+  };
   // The streams split k into equal ranges of split_len steps (a multiple of the steps each
   // stream takes per iteration); the rest, and every k of an unsplit loop past its last
   // whole unrolled step, in a loop of single steps.
   const int64_t per_stream = mk.unroll_k / streams;
-  llvm::Value* split_len =
-      streams > 1 ? b.CreateMul(b.CreateSDiv(k_extent, imm(streams * per_stream)), imm(per_stream))
-                  : nullptr;
-  llvm::Value* k_main =
-      streams > 1 ? b.CreateMul(split_len, imm(streams))
-                  : b.CreateMul(b.CreateSDiv(k_extent, imm(mk.unroll_k)), imm(mk.unroll_k));
-  auto k_loops = [&](Tile acc) {
+  auto k_loops_over = [&](Tile acc, llvm::Value* extent) {
+    llvm::Value* split_len =
+        streams > 1 ? b.CreateMul(b.CreateSDiv(extent, imm(streams * per_stream)), imm(per_stream))
+                    : nullptr;
+    llvm::Value* k_main =
+        streams > 1 ? b.CreateMul(split_len, imm(streams))
+                    : b.CreateMul(b.CreateSDiv(extent, imm(mk.unroll_k)), imm(mk.unroll_k));
     if (mk.unroll_k > 1)
       acc = k_loop(imm(0), streams > 1 ? split_len : k_main, mk.unroll_k, acc, "k.unrolled",
                    split_len);
-    return k_loop(mk.unroll_k > 1 ? k_main : imm(0), k_extent, 1, acc, "k.rest");
+    return k_loop(mk.unroll_k > 1 ? k_main : imm(0), extent, 1, acc, "k.rest");
+  };
+  // Streams over a whole k block (the schedule's kc, most blocks) get a loop of their own
+  // whose ranges lie a constant distance apart: the distance folds into each load's
+  // address instead of taking a register per stream and row (with A read in place, one
+  // pointer per row, those registers run out and the tile's accumulators spill).
+  auto k_loops = [&](Tile acc) {
+    if (streams == 1 || mk.k_block <= 0) return k_loops_over(acc, k_extent);
+    return either(
+        b.CreateICmpEQ(k_extent, imm(mk.k_block)), "k.whole_block",
+        [&] { return k_loops_over(acc, imm(mk.k_block)); },
+        [&] { return k_loops_over(acc, k_extent); });
   };
   Tile acc;
   if (!mk.b_in_place) {
@@ -247,34 +285,20 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   } else {
     // Full column blocks load B unmasked; an edge block masks lanes at or past n_valid,
     // which may lie past the end of B (they read as zero and are never stored).
-    llvm::BasicBlock* full_bb = llvm::BasicBlock::Create(ctx, "b.full", fn);
-    llvm::BasicBlock* edge_bb = llvm::BasicBlock::Create(ctx, "b.edge", fn);
-    llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx, "b.join", fn);
-    b.CreateCondBr(b.CreateICmpEQ(n_valid, imm(NR)), full_bb, edge_bb);
-    b.SetInsertPoint(full_bb);
-    Tile full_acc = k_loops(init);
-    llvm::BasicBlock* full_end = b.GetInsertBlock();
-    b.CreateBr(join);
-    b.SetInsertPoint(edge_bb);
-    std::vector<llvm::Constant*> lanes;
-    for (unsigned l = 0; l < W; ++l) lanes.push_back(b.getInt64(l));
-    llvm::Value* lane_index = llvm::ConstantVector::get(lanes);
-    for (int64_t v = 0; v < V; ++v)
-      b_masks.push_back(
-          b.CreateICmpSLT(lane_index, b.CreateVectorSplat(W, b.CreateSub(n_valid, imm(v * W)))));
-    Tile edge_acc = k_loops(init);
-    b_masks.clear();
-    llvm::BasicBlock* edge_end = b.GetInsertBlock();
-    b.CreateBr(join);
-    b.SetInsertPoint(join);
-    acc = Tile(MR, std::vector<llvm::Value*>(V));
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t v = 0; v < V; ++v) {
-        llvm::PHINode* p = b.CreatePHI(vt, 2);
-        p->addIncoming(full_acc[i][v], full_end);
-        p->addIncoming(edge_acc[i][v], edge_end);
-        acc[i][v] = p;
-      }
+    acc = either(
+        b.CreateICmpEQ(n_valid, imm(NR)), "b",  //
+        [&] { return k_loops(init); },
+        [&] {
+          std::vector<llvm::Constant*> lanes;
+          for (unsigned l = 0; l < W; ++l) lanes.push_back(b.getInt64(l));
+          llvm::Value* lane_index = llvm::ConstantVector::get(lanes);
+          for (int64_t v = 0; v < V; ++v)
+            b_masks.push_back(b.CreateICmpSLT(
+                lane_index, b.CreateVectorSplat(W, b.CreateSub(n_valid, imm(v * W)))));
+          Tile edge = k_loops(init);
+          b_masks.clear();
+          return edge;
+        });
   }
 
   // Epilogue on the last k-block: every element of the tile through mk.epilogue, its
