@@ -70,10 +70,10 @@ std::vector<FinalistWindow> plan_finalists(const std::vector<std::vector<int64_t
   return out;
 }
 
-bool window_done(const FinalistWindow& w, const std::vector<TuningRecord>& records) {
+bool window_done(const FinalistWindow& w, const std::vector<TuningRecord>& records, Origin origin) {
   AnySet have;
   for (const TuningRecord& r : records)
-    if (r.origin == Origin::Final && r.shape == w.shape) have.insert(r.schedule);
+    if (r.origin == origin && r.shape == w.shape) have.insert(r.schedule);
   for (const AnySchedule& k : w.kernels)
     if (!have.count(k)) return false;
   return true;
@@ -91,7 +91,7 @@ std::vector<AnySchedule> finalists_of(const std::vector<FinalistWindow>& windows
 FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
                               std::vector<AnySchedule> kernels,
                               const std::vector<std::vector<double>>& predicted,
-                              const std::vector<TuningRecord>& records) {
+                              const std::vector<TuningRecord>& records, Origin origin) {
   FinalScores out;
   out.kernels = std::move(kernels);
   const size_t K = out.kernels.size(), S = declared.size();
@@ -102,7 +102,7 @@ FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
   // The latest final of each (kernel, shape): a re-run window replaces an older one.
   std::map<std::pair<size_t, size_t>, double> final_gflops;
   for (const TuningRecord& r : records) {
-    if (r.origin != Origin::Final) continue;
+    if (r.origin != origin) continue;
     auto k = index.find(r.schedule);
     auto s = shape_index.find(r.shape);
     if (k == index.end() || s == shape_index.end()) continue;

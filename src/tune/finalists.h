@@ -11,11 +11,17 @@
 //   Measurer::measure_side_by_side   each window in interleaved rounds, one time window
 //   append as Origin::Final          durable: a killed run resumes without the windows
 //                                    already done (window_done)
-//   final_scores     the score matrix selection decides from: the paired numbers on the
+//   final_scores     the score matrix the first selection decides from: the paired numbers on the
 //                    sampled shapes; between them, each finalist's prediction scaled by
 //                    its measured/predicted ratio, interpolated from the nearest sampled
 //                    shapes on either side; on a sampled shape, a finalist that was not in
 //                    its window ranks no higher than the window's slowest kernel
+//   crosscheck       the kernels of that first selection, all of them side by side on
+//                    each shape of the finals (appended as Origin::Crosscheck): a kernel
+//                    that won only at its own few shapes was never paired with the others
+//                    elsewhere, where its score was the model's guess; the selection and
+//                    the dispatch tree are then decided again among these kernels, from
+//                    these paired numbers
 #pragma once
 
 #include <cstdint>
@@ -31,6 +37,7 @@ struct FinalistParams {
                            // (all of them when fewer); 0: no finals
   int per_shape = 3;       // best candidates of each sampled shape
   int max_per_window = 5;  // kernels timed side by side on one shape
+  bool crosscheck = true;  // then the first selection's kernels on every finals shape
 };
 
 struct FinalistWindow {
@@ -44,8 +51,10 @@ std::vector<FinalistWindow> plan_finalists(const std::vector<std::vector<int64_t
                                            const std::vector<std::vector<double>>& score,
                                            const FinalistParams& params);
 
-// Every kernel of the window has a final record on its shape already.
-bool window_done(const FinalistWindow& w, const std::vector<TuningRecord>& records);
+// Every kernel of the window has a record of `origin` (a final, or a crosscheck) on its
+// shape already.
+bool window_done(const FinalistWindow& w, const std::vector<TuningRecord>& records,
+                 Origin origin = Origin::Final);
 
 struct FinalScores {
   std::vector<schedule::AnySchedule> kernels;  // the finalists (union of windows)
@@ -59,11 +68,13 @@ FinalScores final_scores(const std::vector<std::vector<int64_t>>& declared,
                          const std::vector<FinalistWindow>& windows,
                          const std::vector<TuningRecord>& records, const Predict& predicted);
 
-// The non-template core of final_scores.
+// The non-template core of final_scores; the records of `origin` count (the crosscheck
+// scores the first selection's kernels from their crosscheck records).
 FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
                               std::vector<schedule::AnySchedule> kernels,
                               const std::vector<std::vector<double>>& predicted,
-                              const std::vector<TuningRecord>& records);
+                              const std::vector<TuningRecord>& records,
+                              Origin origin = Origin::Final);
 
 // The union of the windows' kernels, in first-seen order.
 std::vector<schedule::AnySchedule> finalists_of(const std::vector<FinalistWindow>& w);

@@ -133,16 +133,20 @@ std::string_view to_string(Origin o) {
       return "per-shape";
     case Origin::Final:
       return "final";
+    case Origin::Crosscheck:
+      return "crosscheck";
   }
   return "?";
 }
 
 Origin parse_origin(std::string_view text) {
-  for (Origin o :
-       {Origin::Joint, Origin::Probe, Origin::Calibration, Origin::PerShape, Origin::Final})
+  for (Origin o : {Origin::Joint, Origin::Probe, Origin::Calibration, Origin::PerShape,
+                   Origin::Final, Origin::Crosscheck})
     if (text == to_string(o)) return o;
-  user_error("record: unknown origin '{}'; expected joint, probe, calibration, per-shape or final",
-             text);
+  user_error(
+      "record: unknown origin '{}'; expected joint, probe, calibration, per-shape, final or "
+      "crosscheck",
+      text);
 }
 
 nlohmann::json to_json(const TuningRecord& r) {

@@ -36,13 +36,16 @@ enum class Origin : uint8_t {
   PerShape,     // "per-shape": a candidate of the per-shape (Ansor-style) baseline
   Final,        // "final": a finalist re-measured side by side with its rivals on one
                 // declared shape before selection (tune/finalists.h)
+  Crosscheck,   // "crosscheck": a kernel of the first selection measured side by side
+                // with the others selected, on each shape of the finals, before the
+                // dispatch is decided again (tune/finalists.h)
 };
 std::string_view to_string(Origin o);
 Origin parse_origin(std::string_view text);  // throws dietcode::Error
 // Joint-run trials: what counts against `--trials` of a joint run.
 // (Final re-measurements are not trials: they cost tuning time, not budget.)
 inline bool is_joint_trial(Origin o) {
-  return o != Origin::PerShape && o != Origin::Final;
+  return o != Origin::PerShape && o != Origin::Final && o != Origin::Crosscheck;
 }
 
 // How a measurement's timing bursts spread (tune/measure.h): what says whether the

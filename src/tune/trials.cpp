@@ -64,7 +64,7 @@ void count_trials(const Progress& progress, TuneReport& report) {
 std::vector<TuningRecord> without_finals(const std::vector<TuningRecord>& records) {
   std::vector<TuningRecord> out;
   for (const TuningRecord& r : records)
-    if (r.origin != Origin::Final) out.push_back(r);
+    if (r.origin != Origin::Final && r.origin != Origin::Crosscheck) out.push_back(r);
   return out;
 }
 
@@ -161,6 +161,28 @@ runtime::ModuleSpec build_module(const TuneOptions& o, const PredictAt& predict,
   return m;
 }
 
+namespace {
+
+// Measures each window not yet in the records side by side, appending its results as
+// `origin`; returns how many were measured and how long it took.
+std::pair<int, double> measure_windows(RecordFile& records, Measurer& measurer,
+                                       const std::vector<FinalistWindow>& windows, Origin origin) {
+  auto start = std::chrono::steady_clock::now();
+  int measured = 0;
+  for (const FinalistWindow& w : windows) {
+    if (window_done(w, records.records(), origin)) continue;
+    std::vector<MeasureResult> r = measurer.measure_side_by_side(w.kernels, w.shape);
+    for (size_t i = 0; i < r.size(); ++i) {
+      records.append(to_record(w.kernels[i], w.shape, origin, r[i]));
+      ++measured;
+    }
+  }
+  return {measured,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+}
+
+}  // namespace
+
 runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records,
                                        Measurer& measurer, const PredictAt& predict,
                                        const std::vector<schedule::AnySchedule>& candidates,
@@ -169,17 +191,7 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
   std::vector<std::vector<int64_t>> shapes = o.op.declared_shapes();
   std::vector<FinalistWindow> windows = plan_finalists(shapes, candidates, score, o.finalists);
   if (windows.empty()) return build_module(o, predict, candidates, score, o.max_kernels, notes);
-  auto start = std::chrono::steady_clock::now();
-  int measured_now = 0;
-  for (const FinalistWindow& w : windows) {
-    if (window_done(w, records.records())) continue;
-    std::vector<MeasureResult> r = measurer.measure_side_by_side(w.kernels, w.shape);
-    for (size_t i = 0; i < r.size(); ++i) {
-      records.append(to_record(w.kernels[i], w.shape, Origin::Final, r[i]));
-      ++measured_now;
-    }
-  }
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto [measured_now, seconds] = measure_windows(records, measurer, windows, Origin::Final);
   FinalScores finals =
       final_scores(shapes, windows, records.records(),
                    [&](const std::vector<schedule::AnySchedule>& k) { return predict(k, shapes); });
@@ -190,7 +202,24 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
   if (!o.quiet && measured_now > 0)
     fmt::print(stderr, "{}finalists: {} measured side by side on {} shapes in {:.1f} s\n",
                o.label.empty() ? "" : o.label + ": ", measured_now, windows.size(), seconds);
-  return build_module(o, predict, finals.kernels, finals.score, o.max_kernels, notes);
+  runtime::ModuleSpec first =
+      build_module(o, predict, finals.kernels, finals.score, o.max_kernels, notes);
+  if (first.kernels.size() < 2 || !o.finalists.crosscheck) return first;
+  // The crosscheck (tune/finalists.h): the selected kernels, all of them side by side on
+  // each shape of the finals, then the selection and the dispatch decided again.
+  std::vector<FinalistWindow> cross;
+  for (const FinalistWindow& w : windows) cross.push_back({w.shape, first.kernels});
+  auto [checked_now, check_seconds] = measure_windows(records, measurer, cross, Origin::Crosscheck);
+  FinalScores checked = final_scores_from(shapes, first.kernels, predict(first.kernels, shapes),
+                                          records.records(), Origin::Crosscheck);
+  notes.push_back(fmt::format(
+      "crosscheck: the {} selected kernels side by side on {} shapes ({} measured in this "
+      "run, {:.1f} s)",
+      first.kernels.size(), cross.size(), checked_now, check_seconds));
+  if (!o.quiet && checked_now > 0)
+    fmt::print(stderr, "{}crosscheck: {} measured side by side on {} shapes in {:.1f} s\n",
+               o.label.empty() ? "" : o.label + ": ", checked_now, cross.size(), check_seconds);
+  return build_module(o, predict, checked.kernels, checked.score, o.max_kernels, notes);
 }
 
 }  // namespace dietcode::tune

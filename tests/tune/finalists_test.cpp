@@ -274,30 +274,68 @@ TEST_F(FinalistsTunerTest, TwoThreads) {
   tune_and_check(2);
 }
 
+// Rewrites the records file with the first `kept` of `recs`, as a run killed there
+// would have left it.
+void keep_first(const TuneOptions& o, const std::vector<TuningRecord>& recs, size_t kept) {
+  fs::remove(o.records_path);
+  RecordFile f = RecordFile::open({o.records_path, workload_json(o.op, o.threads), this_machine()});
+  for (size_t i = 0; i < kept; ++i) f.append(recs[i]);
+}
+
+// The index past the trailing run of records of `origin` (on `shape` if given).
+size_t before_tail(const std::vector<TuningRecord>& recs, Origin origin,
+                   const std::vector<int64_t>* shape = nullptr) {
+  size_t i = recs.size();
+  while (i > 0 && recs[i - 1].origin == origin && (!shape || recs[i - 1].shape == *shape)) --i;
+  return i;
+}
+
 TEST_F(FinalistsTunerTest, AKilledFinalPhaseResumesTheMissingWindows) {
   TuneOptions o = options(32, 1);
   tune(o);
   std::vector<TuningRecord> recs = records(o);
-  // Drop the last window's finals, as a run killed during it would have left the file.
-  std::vector<int64_t> last = recs.back().shape;
-  size_t kept = recs.size();
-  while (kept > 0 && recs[kept - 1].origin == Origin::Final && recs[kept - 1].shape == last) --kept;
-  size_t dropped = recs.size() - kept;
-  ASSERT_GT(dropped, 0u);
-  fs::remove(o.records_path);
-  {
-    RecordFile f =
-        RecordFile::open({o.records_path, workload_json(o.op, o.threads), this_machine()});
-    for (size_t i = 0; i < kept; ++i) f.append(recs[i]);
+  // Killed during the finals' last window: its finals and the whole crosscheck missing.
+  const size_t finals_end = before_tail(recs, Origin::Crosscheck);
+  ASSERT_LT(finals_end, recs.size()) << "the crosscheck ran";
+  std::vector<TuningRecord> finals(recs.begin(), recs.begin() + finals_end);
+  const std::vector<int64_t> last = finals.back().shape;
+  const size_t kept = before_tail(finals, Origin::Final, &last);
+  ASSERT_LT(kept, finals_end);
+  keep_first(o, recs, kept);
+  TuneReport r = tune(o);
+  EXPECT_EQ(r.trials_this_run, 0);
+  std::vector<TuningRecord> after = records(o);
+  // The missing window measured again, then the crosscheck.
+  ASSERT_GT(after.size(), finals_end);
+  for (size_t i = kept; i < finals_end; ++i) {
+    EXPECT_EQ(after[i].origin, Origin::Final);
+    EXPECT_EQ(after[i].shape, last);
   }
+  for (size_t i = finals_end; i < after.size(); ++i) EXPECT_EQ(after[i].origin, Origin::Crosscheck);
+}
+
+TEST_F(FinalistsTunerTest, AKilledCrosscheckResumesTheMissingWindows) {
+  TuneOptions o = options(32, 1);
+  const runtime::ModuleSpec first = tune(o).module;
+  std::vector<TuningRecord> recs = records(o);
+  const std::vector<int64_t> last = recs.back().shape;
+  const size_t kept = before_tail(recs, Origin::Crosscheck, &last);
+  ASSERT_LT(kept, recs.size());
+  // A crosscheck window holds every kernel of the first selection: at least the final
+  // module's.
+  EXPECT_GE(recs.size() - kept, first.kernels.size());
+  keep_first(o, recs, kept);
   TuneReport r = tune(o);
   EXPECT_EQ(r.trials_this_run, 0);
   std::vector<TuningRecord> after = records(o);
   EXPECT_EQ(after.size(), recs.size());  // only the missing window measured again
   for (size_t i = kept; i < after.size(); ++i) {
-    EXPECT_EQ(after[i].origin, Origin::Final);
+    EXPECT_EQ(after[i].origin, Origin::Crosscheck);
     EXPECT_EQ(after[i].shape, last);
   }
+  // Decided again among the first selection's kernels.
+  for (const schedule::AnySchedule& k : r.module.kernels)
+    EXPECT_NE(std::find(first.kernels.begin(), first.kernels.end(), k), first.kernels.end());
 }
 
 }  // namespace
