@@ -164,9 +164,12 @@ runtime::ModuleSpec build_module(const TuneOptions& o, const PredictAt& predict,
 namespace {
 
 // Measures each window not yet in the records side by side, appending its results as
-// `origin`; returns how many were measured and how long it took.
-std::pair<int, double> measure_windows(RecordFile& records, Measurer& measurer,
-                                       const std::vector<FinalistWindow>& windows, Origin origin) {
+// `origin`, and says so on stderr as `what` (unless quiet); returns how many were
+// measured and how long it took.
+std::pair<int, double> measure_windows(const TuneOptions& o, RecordFile& records,
+                                       Measurer& measurer,
+                                       const std::vector<FinalistWindow>& windows, Origin origin,
+                                       const char* what) {
   auto start = std::chrono::steady_clock::now();
   int measured = 0;
   for (const FinalistWindow& w : windows) {
@@ -177,8 +180,11 @@ std::pair<int, double> measure_windows(RecordFile& records, Measurer& measurer,
       ++measured;
     }
   }
-  return {measured,
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!o.quiet && measured > 0)
+    fmt::print(stderr, "{}{}: {} measured side by side on {} shapes in {:.1f} s\n",
+               o.label.empty() ? "" : o.label + ": ", what, measured, windows.size(), seconds);
+  return {measured, seconds};
 }
 
 }  // namespace
@@ -191,7 +197,8 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
   std::vector<std::vector<int64_t>> shapes = o.op.declared_shapes();
   std::vector<FinalistWindow> windows = plan_finalists(shapes, candidates, score, o.finalists);
   if (windows.empty()) return build_module(o, predict, candidates, score, o.max_kernels, notes);
-  auto [measured_now, seconds] = measure_windows(records, measurer, windows, Origin::Final);
+  auto [measured_now, seconds] =
+      measure_windows(o, records, measurer, windows, Origin::Final, "finalists");
   FinalScores finals =
       final_scores(shapes, windows, records.records(),
                    [&](const std::vector<schedule::AnySchedule>& k) { return predict(k, shapes); });
@@ -199,9 +206,6 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
       "finalists: {} kernels side by side on {} shapes ({} measured in this run, {:.1f} s; "
       "{} paired numbers decide)",
       finals.kernels.size(), windows.size(), measured_now, seconds, finals.measured));
-  if (!o.quiet && measured_now > 0)
-    fmt::print(stderr, "{}finalists: {} measured side by side on {} shapes in {:.1f} s\n",
-               o.label.empty() ? "" : o.label + ": ", measured_now, windows.size(), seconds);
   runtime::ModuleSpec first =
       build_module(o, predict, finals.kernels, finals.score, o.max_kernels, notes);
   if (first.kernels.size() < 2 || !o.finalists.crosscheck) return first;
@@ -209,16 +213,14 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
   // each shape of the finals, then the selection and the dispatch decided again.
   std::vector<FinalistWindow> cross;
   for (const FinalistWindow& w : windows) cross.push_back({w.shape, first.kernels});
-  auto [checked_now, check_seconds] = measure_windows(records, measurer, cross, Origin::Crosscheck);
+  auto [checked_now, check_seconds] =
+      measure_windows(o, records, measurer, cross, Origin::Crosscheck, "crosscheck");
   FinalScores checked = final_scores_from(shapes, first.kernels, predict(first.kernels, shapes),
                                           records.records(), Origin::Crosscheck);
   notes.push_back(fmt::format(
       "crosscheck: the {} selected kernels side by side on {} shapes ({} measured in this "
       "run, {:.1f} s)",
       first.kernels.size(), cross.size(), checked_now, check_seconds));
-  if (!o.quiet && checked_now > 0)
-    fmt::print(stderr, "{}crosscheck: {} measured side by side on {} shapes in {:.1f} s\n",
-               o.label.empty() ? "" : o.label + ": ", checked_now, cross.size(), check_seconds);
   return build_module(o, predict, checked.kernels, checked.score, o.max_kernels, notes);
 }
 

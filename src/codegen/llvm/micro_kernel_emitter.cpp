@@ -104,28 +104,54 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   auto row_ptr = [&](llvm::Value* base, llvm::Value* stride, int64_t i, int64_t v) {
     return gep(base, b.CreateAdd(b.CreateMul(imm(i), stride), imm(v * W)));
   };
-  // Accumulators start at zero on the first k-block, else from the tile.
-  Tile init(MR, std::vector<llvm::Value*>(V));
-  {
-    llvm::BasicBlock* load_bb = llvm::BasicBlock::Create(ctx, "acc.load", fn);
-    llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx, "acc.init", fn);
-    llvm::BasicBlock* from = b.GetInsertBlock();
-    b.CreateCondBr(first, join, load_bb);
-    b.SetInsertPoint(load_bb);
-    Tile loaded(MR, std::vector<llvm::Value*>(V));
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t v = 0; v < V; ++v)
-        loaded[i][v] = b.CreateAlignedLoad(vt, row_ptr(tile, ld, i, v), elem_align);
+  // Two ways to the same tile: `then` where cond holds, else `otherwise`, joined by phis.
+  auto either = [&](llvm::Value* cond, const char* name, const std::function<Tile()>& then,
+                    const std::function<Tile()>& otherwise) {
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".then", fn);
+    llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".else", fn);
+    llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx, std::string(name) + ".join", fn);
+    b.CreateCondBr(cond, then_bb, else_bb);
+    b.SetInsertPoint(then_bb);
+    Tile x = then();
+    llvm::BasicBlock* then_end = b.GetInsertBlock();
+    b.CreateBr(join);
+    b.SetInsertPoint(else_bb);
+    Tile y = otherwise();
+    llvm::BasicBlock* else_end = b.GetInsertBlock();
     b.CreateBr(join);
     b.SetInsertPoint(join);
+    Tile out(MR, std::vector<llvm::Value*>(V));
     for (int64_t i = 0; i < MR; ++i)
       for (int64_t v = 0; v < V; ++v) {
-        llvm::PHINode* phi = b.CreatePHI(vt, 2);
-        phi->addIncoming(llvm::Constant::getNullValue(vt), from);
-        phi->addIncoming(loaded[i][v], load_bb);
-        init[i][v] = phi;
+        llvm::PHINode* p = b.CreatePHI(vt, 2);
+        p->addIncoming(x[i][v], then_end);
+        p->addIncoming(y[i][v], else_end);
+        out[i][v] = p;
       }
-  }
+    return out;
+  };
+  // Lane masks of the valid columns (lanes at or past n_valid off), one per vector.
+  auto n_tail_masks = [&] {
+    std::vector<llvm::Constant*> lanes;
+    for (unsigned l = 0; l < W; ++l) lanes.push_back(b.getInt64(l));
+    llvm::Value* lane_index = llvm::ConstantVector::get(lanes);
+    std::vector<llvm::Value*> masks;
+    for (int64_t v = 0; v < V; ++v)
+      masks.push_back(
+          b.CreateICmpSLT(lane_index, b.CreateVectorSplat(W, b.CreateSub(n_valid, imm(v * W)))));
+    return masks;
+  };
+  // Accumulators start at zero on the first k-block, else from the tile.
+  Tile init = either(
+      first, "acc.init",
+      [&] { return Tile(MR, std::vector<llvm::Value*>(V, llvm::Constant::getNullValue(vt))); },
+      [&] {
+        Tile loaded(MR, std::vector<llvm::Value*>(V));
+        for (int64_t i = 0; i < MR; ++i)
+          for (int64_t v = 0; v < V; ++v)
+            loaded[i][v] = b.CreateAlignedLoad(vt, row_ptr(tile, ld, i, v), elem_align);
+        return loaded;
+      });
 
   // One k-step: NR/W loads of B, MR broadcasts of A, MR * NR/W FMAs; B first (all its
   // vectors live, one broadcast at a time) or, for tiles wider than tall, A first (all
@@ -226,32 +252,6 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
         for (int64_t v = 0; v < V; ++v) sum[i][v] = b.CreateFAdd(sum[i][v], phis[c][i][v]);
     return sum;
   };
-  // Two ways to the same tile: `then` where cond holds, else `otherwise`, joined by phis.
-  auto either = [&](llvm::Value* cond, const char* name, const std::function<Tile()>& then,
-                    const std::function<Tile()>& otherwise) {
-    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".then", fn);
-    llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".else", fn);
-    llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx, std::string(name) + ".join", fn);
-    b.CreateCondBr(cond, then_bb, else_bb);
-    b.SetInsertPoint(then_bb);
-    Tile x = then();
-    llvm::BasicBlock* then_end = b.GetInsertBlock();
-    b.CreateBr(join);
-    b.SetInsertPoint(else_bb);
-    Tile y = otherwise();
-    llvm::BasicBlock* else_end = b.GetInsertBlock();
-    b.CreateBr(join);
-    b.SetInsertPoint(join);
-    Tile out(MR, std::vector<llvm::Value*>(V));
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t v = 0; v < V; ++v) {
-        llvm::PHINode* p = b.CreatePHI(vt, 2);
-        p->addIncoming(x[i][v], then_end);
-        p->addIncoming(y[i][v], else_end);
-        out[i][v] = p;
-      }
-    return out;
-  };
   // The streams split k into equal ranges of split_len steps (a multiple of the steps each
   // stream takes per iteration); the rest, and every k of an unsplit loop past its last
   // whole unrolled step, in a loop of single steps.
@@ -289,12 +289,7 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
         b.CreateICmpEQ(n_valid, imm(NR)), "b",  //
         [&] { return k_loops(init); },
         [&] {
-          std::vector<llvm::Constant*> lanes;
-          for (unsigned l = 0; l < W; ++l) lanes.push_back(b.getInt64(l));
-          llvm::Value* lane_index = llvm::ConstantVector::get(lanes);
-          for (int64_t v = 0; v < V; ++v)
-            b_masks.push_back(b.CreateICmpSLT(
-                lane_index, b.CreateVectorSplat(W, b.CreateSub(n_valid, imm(v * W)))));
+          b_masks = n_tail_masks();
           Tile edge = k_loops(init);
           b_masks.clear();
           return edge;
@@ -306,64 +301,48 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   // and column (vectors along n load masked, lanes past n_valid reading zero; they are
   // never stored).
   if (mk.epilogue.defined()) {
-    llvm::BasicBlock* epi_bb = llvm::BasicBlock::Create(ctx, "epilogue", fn);
-    llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx, "epilogue.done", fn);
-    llvm::BasicBlock* from = b.GetInsertBlock();
-    b.CreateCondBr(last, epi_bb, join);
-    b.SetInsertPoint(epi_bb);
-    std::vector<llvm::Constant*> lanes;
-    for (unsigned l = 0; l < W; ++l) lanes.push_back(b.getInt64(l));
-    std::vector<llvm::Value*> n_masks;
-    for (int64_t v = 0; v < V; ++v)
-      n_masks.push_back(b.CreateICmpSLT(llvm::ConstantVector::get(lanes),
-                                        b.CreateVectorSplat(W, b.CreateSub(n_valid, imm(v * W)))));
-    struct Input {
-      const EpilogueOperand* operand;
-      llvm::Value* base;
-      llvm::Value* row_stride;
-      bool same_row;  // row stride 0: one value per column for the whole tile
+    auto epilogue = [&] {
+      std::vector<llvm::Value*> n_masks = n_tail_masks();
+      struct Input {
+        const EpilogueOperand* operand;
+        llvm::Value* base;
+        llvm::Value* row_stride;
+        bool same_row;  // row stride 0: one value per column for the whole tile
+      };
+      std::vector<Input> inputs;
+      for (const EpilogueOperand& o : mk.epilogue_inputs)
+        inputs.push_back({&o, fe.element_ptr(o.buffer, fe.emit(o.offset)), fe.emit(o.row_stride),
+                          is_const(o.row_stride, 0)});
+      // Loads already emitted, by (input, row or -1 for same_row inputs, vector).
+      std::map<std::tuple<size_t, int64_t, int64_t>, llvm::Value*> loaded;
+      auto input_vector = [&](size_t x, int64_t i, int64_t v) {
+        const Input& in = inputs[x];
+        if (!in.operand->along_n) v = 0;
+        if (in.same_row) i = -1;
+        llvm::Value*& slot = loaded[{x, i, v}];
+        if (slot) return slot;
+        llvm::Value* row = i < 0 ? in.base : gep(in.base, b.CreateMul(rows[i], in.row_stride));
+        if (in.operand->along_n)
+          slot = b.CreateMaskedLoad(vt, gep(row, imm(v * W)), elem_align, n_masks[v],
+                                    llvm::Constant::getNullValue(vt));
+        else
+          slot = b.CreateVectorSplat(W, b.CreateAlignedLoad(f32, row, elem_align));
+        return slot;
+      };
+      Tile out = acc;
+      for (int64_t i = 0; i < MR; ++i)
+        for (int64_t v = 0; v < V; ++v)
+          out[i][v] = emit_vector_expr(b, mk.epilogue, W, [&](const Expr& e) -> llvm::Value* {
+            const auto* var = e.as<VarNode>();
+            DC_INTERNAL_CHECK(var, "micro-kernel epilogue: cannot vectorize {}", to_string(e));
+            if (var == mk.product.get()) return acc[i][v];
+            for (size_t x = 0; x < inputs.size(); ++x)
+              if (var == inputs[x].operand->value.get()) return input_vector(x, i, v);
+            internal_error(__FILE__, __LINE__, "micro-kernel epilogue: unbound " + var->name);
+          });
+      return out;
     };
-    std::vector<Input> inputs;
-    for (const EpilogueOperand& o : mk.epilogue_inputs)
-      inputs.push_back({&o, fe.element_ptr(o.buffer, fe.emit(o.offset)), fe.emit(o.row_stride),
-                        is_const(o.row_stride, 0)});
-    // Loads already emitted, by (input, row or -1 for same_row inputs, vector).
-    std::map<std::tuple<size_t, int64_t, int64_t>, llvm::Value*> loaded;
-    auto input_vector = [&](size_t x, int64_t i, int64_t v) {
-      const Input& in = inputs[x];
-      if (!in.operand->along_n) v = 0;
-      if (in.same_row) i = -1;
-      llvm::Value*& slot = loaded[{x, i, v}];
-      if (slot) return slot;
-      llvm::Value* row = i < 0 ? in.base : gep(in.base, b.CreateMul(rows[i], in.row_stride));
-      if (in.operand->along_n)
-        slot = b.CreateMaskedLoad(vt, gep(row, imm(v * W)), elem_align, n_masks[v],
-                                  llvm::Constant::getNullValue(vt));
-      else
-        slot = b.CreateVectorSplat(W, b.CreateAlignedLoad(f32, row, elem_align));
-      return slot;
-    };
-    Tile out = acc;
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t v = 0; v < V; ++v)
-        out[i][v] = emit_vector_expr(b, mk.epilogue, W, [&](const Expr& e) -> llvm::Value* {
-          const auto* var = e.as<VarNode>();
-          DC_INTERNAL_CHECK(var, "micro-kernel epilogue: cannot vectorize {}", to_string(e));
-          if (var == mk.product.get()) return acc[i][v];
-          for (size_t x = 0; x < inputs.size(); ++x)
-            if (var == inputs[x].operand->value.get()) return input_vector(x, i, v);
-          internal_error(__FILE__, __LINE__, "micro-kernel epilogue: unbound " + var->name);
-        });
-    llvm::BasicBlock* epi_end = b.GetInsertBlock();
-    b.CreateBr(join);
-    b.SetInsertPoint(join);
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t v = 0; v < V; ++v) {
-        llvm::PHINode* p = b.CreatePHI(vt, 2);
-        p->addIncoming(acc[i][v], from);
-        p->addIncoming(out[i][v], epi_end);
-        acc[i][v] = p;
-      }
+    acc = either(last, "epilogue", epilogue, [&] { return acc; });
   }
 
   for (int64_t i = 0; i < MR; ++i)
