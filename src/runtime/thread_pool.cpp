@@ -96,7 +96,8 @@ void ThreadPool::set_num_threads(int threads) {
 }
 
 void ThreadPool::run_tasks() {
-  for (int64_t i = next_.fetch_add(1); i < count_; i = next_.fetch_add(1)) body_(i, closure_);
+  for (int64_t i = next_.fetch_add(1); i < count_; i = next_.fetch_add(1))
+    body_(i, i + 1, closure_);
 }
 
 void ThreadPool::worker_loop(uint64_t seen) {
@@ -121,10 +122,11 @@ void ThreadPool::worker_loop(uint64_t seen) {
   }
 }
 
-void ThreadPool::parallel_for(int64_t n, void (*body)(int64_t, void*), void* closure) {
+void ThreadPool::parallel_for(int64_t n, RangeBody body, void* closure) {
+  if (n <= 0) return;
   std::unique_lock<std::mutex> region(region_mutex_, std::try_to_lock);
-  if (n <= 1 || workers_.empty() || !region.owns_lock()) {
-    for (int64_t i = 0; i < n; ++i) body(i, closure);
+  if (n == 1 || workers_.empty() || !region.owns_lock()) {
+    body(0, n, closure);
     return;
   }
   body_ = body;
@@ -144,6 +146,7 @@ void ThreadPool::parallel_for(int64_t n, void (*body)(int64_t, void*), void* clo
 
 }  // namespace dietcode::runtime
 
-extern "C" void dietcode_parallel_for(int64_t n, void (*body)(int64_t, void*), void* closure) {
+extern "C" void dietcode_parallel_for(int64_t n, void (*body)(int64_t, int64_t, void*),
+                                      void* closure) {
   dietcode::runtime::ThreadPool::global().parallel_for(n, body, closure);
 }

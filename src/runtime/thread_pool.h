@@ -34,7 +34,11 @@ class ThreadPool {
   void set_num_threads(int threads);
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
-  void parallel_for(int64_t n, void (*body)(int64_t, void*), void* closure);
+  // Runs body(begin, end, closure) over ranges that cover [0, n) exactly once: [0, n)
+  // in one call when the caller runs alone, else one index per range, taken by whichever
+  // thread is free (tasks of a loop differ in cost: edge tiles, k-blocks).
+  using RangeBody = void (*)(int64_t begin, int64_t end, void* closure);
+  void parallel_for(int64_t n, RangeBody body, void* closure);
 
   // Pins worker i to the i-th CPU this process may use (off by default). A worker
   // woken after sleeping is often placed on its waker's CPU, and both halves of a
@@ -60,7 +64,7 @@ class ThreadPool {
   bool pin_workers_ = false;
   std::atomic<int> pending_{0};  // workers still inside the current region
   // The current region, published by the release increment of generation_.
-  void (*body_)(int64_t, void*) = nullptr;
+  RangeBody body_ = nullptr;
   void* closure_ = nullptr;
   int64_t count_ = 0;
   std::atomic<int64_t> next_{0};

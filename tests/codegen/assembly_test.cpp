@@ -43,17 +43,29 @@ int fma_lines(const std::string& text, const std::string& reg) {
   return n;
 }
 
-// Lines that move a vector register of the given kind to or from the stack: spills
-// (the accumulators must live in registers through the whole k-loop).
+// Lines that move a vector register of the given kind to or from the stack inside a basic
+// block that runs FMAs: spills in the k-loop (the accumulators must live in registers
+// through it). Outside it, a loop-invariant value (an edge tile's lane mask, hoisted out
+// of the loop over tiles) may be kept on the stack.
 int stack_vector_lines(const std::string& text, const std::string& reg) {
   int n = 0;
+  int in_block = 0;
+  bool block_has_fma = false;
+  auto close_block = [&] {
+    if (block_has_fma) n += in_block;
+    in_block = 0;
+    block_has_fma = false;
+  };
   for (size_t start = 0; start < text.size();) {
     size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
     std::string line = text.substr(start, end - start);
-    n += line.find(reg) != std::string::npos && line.find("(%rsp)") != std::string::npos;
+    if (!line.empty() && line.back() == ':') close_block();  // a label starts a block
+    block_has_fma |= line.find("vfmadd") != std::string::npos;
+    in_block += line.find(reg) != std::string::npos && line.find("(%rsp)") != std::string::npos;
     start = end + 1;
   }
+  close_block();
   return n;
 }
 

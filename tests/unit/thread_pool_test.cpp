@@ -11,9 +11,9 @@ using dietcode::runtime::ThreadPool;
 
 namespace {
 
-void count_task(int64_t i, void* closure) {
+void count_task(int64_t begin, int64_t end, void* closure) {
   auto* hits = static_cast<std::vector<std::atomic<int>>*>(closure);
-  (*hits)[i].fetch_add(1);
+  for (int64_t i = begin; i < end; ++i) (*hits)[i].fetch_add(1);
 }
 
 void expect_each_once(ThreadPool& pool, int64_t n) {

@@ -120,8 +120,10 @@ void FunctionEmitter::emit_for(const ForNode& f) {
       f.var.name().c_str());
 }
 
-// Outlines the body into `void body(int64_t i, void* closure)`; the closure holds
-// every variable and buffer in scope (a few dozen words at most) as int64 slots.
+// Outlines the loop into `void body(int64_t begin, int64_t end, void* closure)`, which runs
+// the iterations [begin, end) (all of them in one call when the thread pool's caller runs
+// alone, so that what the body sets up is set up once); the closure holds every variable
+// and buffer in scope (a few dozen words at most) as int64 slots.
 void FunctionEmitter::emit_parallel_for(const ForNode& f) {
   llvm::Type* i64 = b_.getInt64Ty();
   llvm::Type* ptr = b_.getPtrTy();
@@ -153,19 +155,26 @@ void FunctionEmitter::emit_parallel_for(const ForNode& f) {
   auto saved_bufs = buffers_;
   llvm::Function* saved_fn = function_;
   llvm::BasicBlock* saved_block = b_.GetInsertBlock();
-  llvm::Function* body = new_function(fmt::format("{}.par{}", function_name_, outlined_count_++),
-                                      llvm::FunctionType::get(b_.getVoidTy(), {i64, ptr}, false));
+  llvm::Function* body =
+      new_function(fmt::format("{}.par{}", function_name_, outlined_count_++),
+                   llvm::FunctionType::get(b_.getVoidTy(), {i64, i64, ptr}, false));
   body->setLinkage(llvm::Function::InternalLinkage);
   function_ = body;
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", body));
-  llvm::Value* in = body->getArg(1);
+  llvm::Value* in = body->getArg(2);
   n = 0;
   for (const VarNode* k : var_keys) vars_[k] = b_.CreateLoad(i64, slot(b_, in, n++), k->name);
   for (const BufferNode* k : buf_keys)
     buffers_[k] = b_.CreateIntToPtr(b_.CreateLoad(i64, slot(b_, in, n++)), ptr, k->name);
-  vars_[f.var.get()] =
-      b_.CreateAdd(b_.CreateLoad(i64, slot(b_, in, n)), body->getArg(0), f.var.name());
-  emit(f.body);
+  llvm::Value* first = b_.CreateLoad(i64, slot(b_, in, n));
+  emit_loop(
+      b_.CreateAdd(first, body->getArg(0)), b_.CreateAdd(first, body->getArg(1)),
+      [&](llvm::Value* i) {
+        vars_[f.var.get()] = i;
+        emit(f.body);
+        vars_.erase(f.var.get());
+      },
+      f.var.name().c_str());
   b_.CreateRetVoid();
   function_ = saved_fn;
   vars_ = std::move(saved_vars);
@@ -181,7 +190,8 @@ void FunctionEmitter::emit_parallel_for(const ForNode& f) {
   llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "par.done", function_);
   b_.CreateCondBr(b_.CreateICmpEQ(extent, b_.getInt64(1)), one, pool);
   b_.SetInsertPoint(one);
-  b_.CreateCall(llvm::FunctionCallee(body->getFunctionType(), body), {b_.getInt64(0), closure});
+  b_.CreateCall(llvm::FunctionCallee(body->getFunctionType(), body),
+                {b_.getInt64(0), b_.getInt64(1), closure});
   b_.CreateBr(done);
   b_.SetInsertPoint(pool);
   b_.CreateCall(pfor, {extent, body, closure});

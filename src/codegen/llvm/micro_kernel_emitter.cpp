@@ -4,11 +4,13 @@
 // in vector registers; each k-step is NR/W vector loads of B, MR scalar broadcasts
 // of A and MR * NR/W FMAs, unrolled unroll_k times, with no branches and no bounds
 // checks (a small tile keeps several copies of its accumulators in the unrolled loop, so
-// that its FMAs do not wait on each other's latency). Edge tiles (m_valid < MR or n_valid < NR) run
-// the same loop against a small on-stack tile that is copied in and out, so only edges pay for
-// masking. B read in place (no panel) gets a second k-loop for edge column blocks whose loads are
-// masked (llvm.masked.load) so that no lane past the tensor's end is touched.
+// that its FMAs do not wait on each other's latency). Edge tiles work on C in place too: rows
+// past m_valid repeat the last valid row (and store its values to it again), columns past
+// n_valid are masked in C's loads and stores. B read in place (no panel) gets a second k-loop
+// for edge column blocks whose loads are masked (llvm.masked.load) so that no lane past the
+// tensor's end is touched.
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 
 #include <functional>
 #include <map>
@@ -66,51 +68,42 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
     a_rows.push_back(gep(a_base, b.CreateMul(rows[i], a_row_stride)));
   }
 
-  // Full tiles work on C in place; edge tiles on a padded copy.
-  llvm::Value* full =
-      b.CreateAnd(b.CreateICmpEQ(m_valid, imm(MR)), b.CreateICmpEQ(n_valid, imm(NR)));
-  llvm::Value* scratch = fe.entry_alloca(f32, MR * NR, 64);
-  llvm::Value* tile = b.CreateSelect(full, c_base, scratch);
-  llvm::Value* ld = b.CreateSelect(full, ldc, imm(NR));
-  auto copy_valid = [&](llvm::Value* dst, llvm::Value* dst_ld, llvm::Value* src,
-                        llvm::Value* src_ld) {
-    fe.emit_loop(
-        imm(0), m_valid,
-        [&](llvm::Value* i) {
-          fe.emit_loop(
-              imm(0), n_valid,
-              [&](llvm::Value* j) {
-                llvm::Value* v = b.CreateAlignedLoad(
-                    f32, gep(src, b.CreateAdd(b.CreateMul(i, src_ld), j)), elem_align);
-                b.CreateAlignedStore(v, gep(dst, b.CreateAdd(b.CreateMul(i, dst_ld), j)),
-                                     elem_align);
-              },
-              "edge.j");
-        },
-        "edge.i");
-  };
-  auto branch = [&](llvm::Value* cond, const char* name, const std::function<void()>& then) {
-    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx, name, fn);
+  // The tile works on C in place. Rows past m_valid compute exactly what the last valid
+  // row computes (the same A row, the same C row loaded, the same epilogue inputs), so
+  // their stores go to the last valid row too: the same values, written again. Columns
+  // past n_valid are masked in the loads and stores of C.
+  std::vector<llvm::Value*> c_rows;
+  for (int64_t i = 0; i < MR; ++i) c_rows.push_back(gep(c_base, b.CreateMul(rows[i], ldc)));
+  llvm::Value* n_full = b.CreateICmpEQ(n_valid, imm(NR));
+  // Edge tiles (a partial column block) are rare: their branches are marked cold, so that
+  // the register allocator favours the full tile's k-loop (an edge k-loop's lane masks
+  // take registers; without the hint its spills leaked into the full tile's loop).
+  llvm::MDNode* edges_rare = llvm::MDBuilder(ctx).createBranchWeights(1000, 1);
+  auto branch = [&](llvm::Value* cond, const char* name, const std::function<void()>& then,
+                    const std::function<void()>& otherwise) {
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".then", fn);
+    llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".else", fn);
     llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, std::string(name) + ".done", fn);
-    b.CreateCondBr(cond, then_bb, done);
+    b.CreateCondBr(cond, then_bb, else_bb, edges_rare);
     b.SetInsertPoint(then_bb);
     then();
     b.CreateBr(done);
+    b.SetInsertPoint(else_bb);
+    otherwise();
+    b.CreateBr(done);
     b.SetInsertPoint(done);
   };
-  branch(b.CreateAnd(b.CreateNot(full), b.CreateNot(first)), "copy_in",
-         [&] { copy_valid(scratch, imm(NR), c_base, ldc); });
 
-  auto row_ptr = [&](llvm::Value* base, llvm::Value* stride, int64_t i, int64_t v) {
-    return gep(base, b.CreateAdd(b.CreateMul(imm(i), stride), imm(v * W)));
-  };
+  auto c_ptr = [&](int64_t i, int64_t v) { return gep(c_rows[i], imm(v * W)); };
   // Two ways to the same tile: `then` where cond holds, else `otherwise`, joined by phis.
+  // `weights`: branch weights when one way is known to be rare (edges_rare: `then` is the
+  // common way).
   auto either = [&](llvm::Value* cond, const char* name, const std::function<Tile()>& then,
-                    const std::function<Tile()>& otherwise) {
+                    const std::function<Tile()>& otherwise, llvm::MDNode* weights = nullptr) {
     llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".then", fn);
     llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".else", fn);
     llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx, std::string(name) + ".join", fn);
-    b.CreateCondBr(cond, then_bb, else_bb);
+    b.CreateCondBr(cond, then_bb, else_bb, weights);
     b.SetInsertPoint(then_bb);
     Tile x = then();
     llvm::BasicBlock* then_end = b.GetInsertBlock();
@@ -132,13 +125,16 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   };
   // Lane masks of the valid columns (lanes at or past n_valid off), one per vector.
   auto n_tail_masks = [&] {
+    // 32-bit lanes: one vector register per mask on AVX2 (64-bit lanes would take two).
     std::vector<llvm::Constant*> lanes;
-    for (unsigned l = 0; l < W; ++l) lanes.push_back(b.getInt64(l));
+    for (unsigned l = 0; l < W; ++l) lanes.push_back(b.getInt32(l));
     llvm::Value* lane_index = llvm::ConstantVector::get(lanes);
+    llvm::Value* n32 = b.CreateTrunc(
+        b.CreateSelect(b.CreateICmpSLT(n_valid, imm(NR)), n_valid, imm(NR)), b.getInt32Ty());
     std::vector<llvm::Value*> masks;
     for (int64_t v = 0; v < V; ++v)
       masks.push_back(
-          b.CreateICmpSLT(lane_index, b.CreateVectorSplat(W, b.CreateSub(n_valid, imm(v * W)))));
+          b.CreateICmpSLT(lane_index, b.CreateVectorSplat(W, b.CreateSub(n32, b.getInt32(v * W)))));
     return masks;
   };
   // Accumulators start at zero on the first k-block, else from the tile.
@@ -146,11 +142,25 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
       first, "acc.init",
       [&] { return Tile(MR, std::vector<llvm::Value*>(V, llvm::Constant::getNullValue(vt))); },
       [&] {
-        Tile loaded(MR, std::vector<llvm::Value*>(V));
-        for (int64_t i = 0; i < MR; ++i)
-          for (int64_t v = 0; v < V; ++v)
-            loaded[i][v] = b.CreateAlignedLoad(vt, row_ptr(tile, ld, i, v), elem_align);
-        return loaded;
+        return either(
+            n_full, "acc.load",
+            [&] {
+              Tile loaded(MR, std::vector<llvm::Value*>(V));
+              for (int64_t i = 0; i < MR; ++i)
+                for (int64_t v = 0; v < V; ++v)
+                  loaded[i][v] = b.CreateAlignedLoad(vt, c_ptr(i, v), elem_align);
+              return loaded;
+            },
+            [&] {
+              std::vector<llvm::Value*> masks = n_tail_masks();
+              Tile loaded(MR, std::vector<llvm::Value*>(V));
+              for (int64_t i = 0; i < MR; ++i)
+                for (int64_t v = 0; v < V; ++v)
+                  loaded[i][v] = b.CreateMaskedLoad(vt, c_ptr(i, v), elem_align, masks[v],
+                                                    llvm::Constant::getNullValue(vt));
+              return loaded;
+            },
+            edges_rare);
       });
 
   // One k-step: NR/W loads of B, MR broadcasts of A, MR * NR/W FMAs; B first (all its
@@ -293,7 +303,8 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
           Tile edge = k_loops(init);
           b_masks.clear();
           return edge;
-        });
+        },
+        edges_rare);
   }
 
   // Epilogue on the last k-block: every element of the tile through mk.epilogue, its
@@ -345,10 +356,18 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
     acc = either(last, "epilogue", epilogue, [&] { return acc; });
   }
 
-  for (int64_t i = 0; i < MR; ++i)
-    for (int64_t v = 0; v < V; ++v)
-      b.CreateAlignedStore(acc[i][v], row_ptr(tile, ld, i, v), elem_align);
-  branch(b.CreateNot(full), "copy_out", [&] { copy_valid(c_base, ldc, scratch, imm(NR)); });
+  branch(
+      n_full, "store",
+      [&] {
+        for (int64_t i = 0; i < MR; ++i)
+          for (int64_t v = 0; v < V; ++v) b.CreateAlignedStore(acc[i][v], c_ptr(i, v), elem_align);
+      },
+      [&] {
+        std::vector<llvm::Value*> masks = n_tail_masks();
+        for (int64_t i = 0; i < MR; ++i)
+          for (int64_t v = 0; v < V; ++v)
+            b.CreateMaskedStore(acc[i][v], c_ptr(i, v), elem_align, masks[v]);
+      });
 }
 
 }  // namespace dietcode::codegen
