@@ -495,9 +495,9 @@ class BenchRun {
 
   // Our kernels and modules of a contraction on `args` (the operator's inputs in order,
   // B second): weights packed for this shape where the kernel pre-packs them.
-  void add_contraction_candidates(OurCandidates& ours, const std::vector<runtime::ConstTensor>& args,
-                                  int64_t t, std::vector<float>& out,
-                                  std::vector<Candidate>& candidates) {
+  void add_contraction_candidates(OurCandidates& ours,
+                                  const std::vector<runtime::ConstTensor>& args, int64_t t,
+                                  std::vector<float>& out, std::vector<Candidate>& candidates) {
     for (OurKernel& k : ours.kernels) {
       std::vector<runtime::ConstTensor> mine = args;
       if (k.kernel.needs_prepack()) {
@@ -505,18 +505,18 @@ class BenchRun {
         mine[1] = {k.packed.data(), k.packed.size()};
       }
       runtime::Kernel* kernel = &k.kernel;
-      candidates.push_back(
-          {sweep_impl(), schedule::to_json_text(k.kernel.schedule()), [kernel, mine, t, &out] {
-             kernel->run({t}, mine, {out.data(), int64_t(out.size())});
-           }});
+      candidates.push_back({sweep_impl(), schedule::to_json_text(k.kernel.schedule()),
+                            [kernel, mine, shape = std::vector<int64_t>{t}, &out] {
+                              kernel->run(shape, mine, {out.data(), int64_t(out.size())});
+                            }});
     }
     for (OurModule& m : ours.modules) {
       m.packed = m.module.prepack({t}, args[1]);
       const runtime::Module* module = &m.module;
       const runtime::PackedWeights* packed = &m.packed;
       candidates.push_back({m.impl, fmt::format("kernel {}", m.module.select({t})),
-                            [module, packed, args, t, &out] {
-                              module->run({t}, args, {out.data(), int64_t(out.size())}, packed);
+                            [module, packed, args, shape = std::vector<int64_t>{t}, &out] {
+                              module->run(shape, args, {out.data(), int64_t(out.size())}, packed);
                             }});
     }
   }
@@ -528,10 +528,9 @@ class BenchRun {
                                          ProblemData& data, size_t ti) {
     const int64_t t = o_.t_values[ti];
     std::vector<Candidate> candidates;
-    add_contraction_candidates(ours,
-                               {{data.a.data(), int64_t(data.a.size())},
-                                {data.b.data(), int64_t(data.b.size())}},
-                               t, data.c, candidates);
+    add_contraction_candidates(
+        ours, {{data.a.data(), int64_t(data.a.size())}, {data.b.data(), int64_t(data.b.size())}}, t,
+        data.c, candidates);
     for (auto& peer : loaded_.peers) {
       std::string why = peer->unsupported(data.p);
       if (!why.empty()) {
@@ -555,10 +554,10 @@ class BenchRun {
                              std::vector<Candidate>& candidates) {
     for (OurModule& m : ours.modules) {
       const runtime::Module* module = &m.module;
-      candidates.push_back(
-          {m.impl, fmt::format("kernel {}", m.module.select({t})), [module, args, t, &out] {
-             module->run({t}, args, {out.data(), int64_t(out.size())});
-           }});
+      candidates.push_back({m.impl, fmt::format("kernel {}", m.module.select({t})),
+                            [module, args, shape = std::vector<int64_t>{t}, &out] {
+                              module->run(shape, args, {out.data(), int64_t(out.size())});
+                            }});
     }
   }
 
@@ -571,10 +570,10 @@ class BenchRun {
     std::vector<Candidate> candidates;
     for (OurKernel& k : ours.kernels) {
       runtime::Kernel* kernel = &k.kernel;
-      candidates.push_back(
-          {sweep_impl(), schedule::to_json_text(k.kernel.row_schedule()), [kernel, args, t, &data] {
-             kernel->run({t}, args, {data.out.data(), int64_t(data.out.size())});
-           }});
+      candidates.push_back({sweep_impl(), schedule::to_json_text(k.kernel.row_schedule()),
+                            [kernel, args, shape = std::vector<int64_t>{t}, &data] {
+                              kernel->run(shape, args, {data.out.data(), int64_t(data.out.size())});
+                            }});
     }
     add_module_candidates(ours, args, t, data.out, candidates);
     for (auto& peer : loaded_.peers) {
@@ -692,8 +691,8 @@ class BenchRun {
     for (OurKernel& k : ours.kernels) {
       runtime::Kernel* kernel = &k.kernel;
       candidates.push_back({sweep_impl(), schedule::to_json_text(k.kernel.attention_schedule()),
-                            [kernel, args, t, &data] {
-                              kernel->run({t}, args, {data.out.data(), int64_t(data.out.size())});
+                            [kernel, args, shape = std::vector<int64_t>{t}, &data] {
+                              kernel->run(shape, args, {data.out.data(), int64_t(data.out.size())});
                             }});
     }
     add_module_candidates(ours, args, t, data.out, candidates);

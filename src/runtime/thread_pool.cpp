@@ -80,6 +80,7 @@ void ThreadPool::stop_workers() {
   wake_.notify_all();
   for (std::thread& t : workers_) t.join();
   workers_.clear();
+  worker_count_.store(0, std::memory_order_relaxed);
   stopping_ = false;
 }
 
@@ -93,6 +94,7 @@ void ThreadPool::set_num_threads(int threads) {
     workers_.emplace_back([this, start] { worker_loop(start); });
     if (pin_workers_) pin_to_cpu(workers_.back().native_handle(), i);
   }
+  worker_count_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
 }
 
 void ThreadPool::run_tasks() {
@@ -124,6 +126,10 @@ void ThreadPool::worker_loop(uint64_t seen) {
 
 void ThreadPool::parallel_for(int64_t n, RangeBody body, void* closure) {
   if (n <= 0) return;
+  if (n == 1 || worker_count_.load(std::memory_order_relaxed) == 0) {
+    body(0, n, closure);
+    return;
+  }
   std::unique_lock<std::mutex> region(region_mutex_, std::try_to_lock);
   if (n == 1 || workers_.empty() || !region.owns_lock()) {
     body(0, n, closure);
