@@ -308,6 +308,26 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
         out.push_back(one);
     }
   }
+  // Long k blocks with A read in place, for the tallest tile of a product longer in k than
+  // an L1 block (BERT's FFN2, K = 3072): C is loaded and stored once per ~768 k-steps
+  // instead of once per L1 block, A's rows stay in L1 across the N tiles and B streams
+  // through L2 (the sweep oracle's winners at M = 13..24 there).
+  if (!heights.empty() && max_.k > kDeepK) {
+    MicroKernelSchedule s;
+    s.isa = vec_.isa;
+    s.mr = heights.front();
+    s.nr = std::min({schedule::max_tile_vectors(s.mr, vec_.registers), int64_t(8),
+                     ceil_div(e.n, vec_.width)}) *
+           vec_.width;
+    s.kc = std::min(max_.k, round_up(ceil_div(e.k, ceil_div(e.k, kDeepK)), 8));
+    const size_t before = out.size();
+    finish(s);
+    if (out.size() > before) {
+      out.back().pack_a = schedule::PackA::Direct;
+      out.back().inner_tile_loop = Axis::N;
+      if (!valid(out.back())) out.pop_back();
+    }
+  }
   // One or two rows of a product whose constant B streams from memory (a model's weights
   // at a sequence of one or two): a narrow tile with two accumulators, which the
   // micro-kernel runs as four copies over four ranges of k, reading B as four streams at
@@ -357,7 +377,7 @@ std::vector<SearchSpace::RuleSeed> SearchSpace::rule_seeds() const {
   // Each shape's first seed, then each shape's second, ...
   std::vector<RuleSeed> out;
   std::unordered_set<MicroKernelSchedule, schedule::ScheduleHash> seen;
-  for (size_t rank = 0; rank < 3; ++rank)
+  for (size_t rank = 0; rank < 4; ++rank)
     for (size_t j = 0; j < per_shape.size(); ++j)
       if (rank < per_shape[j].size() && seen.insert(per_shape[j][rank]).second)
         out.push_back({per_shape[j][rank], order[j]});

@@ -194,6 +194,28 @@ TEST(Seeds, ShortProductsOfConstantBWalkFourRangesOfK) {
     EXPECT_EQ(s.k_streams, 1) << schedule::to_json_text(s);
 }
 
+TEST(Seeds, LongProductsAlsoGetDeepKBlocksWithAReadInPlace) {
+  // K = 3072 (BERT's FFN2): besides L1-sized k blocks, each shape's tallest tile also
+  // comes with k blocks of about kDeepK over A read in place; K = 768 gets none.
+  te::Operator ffn2 = ops::dense(1, 128, 768, 3072);
+  SearchSpace space(ffn2, schedule::Isa::Avx2, 1, range(1, 128), SpaceKind::ShapeGeneric);
+  std::set<int64_t> deep_shapes;
+  for (const SearchSpace::RuleSeed& r : space.rule_seeds()) {
+    if (r.schedule.kc <= 512) continue;
+    EXPECT_LE(r.schedule.kc, SearchSpace::kDeepK) << schedule::to_json_text(r.schedule);
+    EXPECT_EQ(r.schedule.pack_a, schedule::PackA::Direct) << schedule::to_json_text(r.schedule);
+    EXPECT_NO_THROW(schedule::bind(r.schedule, ffn2));
+    deep_shapes.insert(space.extents()[r.shape].m);
+  }
+  EXPECT_GE(deep_shapes.size(), 4u);
+  EXPECT_TRUE(deep_shapes.count(1) || deep_shapes.count(13) || deep_shapes.count(16))
+      << "no deep seed at a short sequence";
+  te::Operator out = ops::dense(1, 128, 768, 768);
+  SearchSpace short_k(out, schedule::Isa::Avx2, 1, range(1, 128), SpaceKind::ShapeGeneric);
+  for (const schedule::MicroKernelSchedule& s : short_k.seeds_for_shapes())
+    EXPECT_EQ(s.pack_a, schedule::PackA::Packed) << schedule::to_json_text(s);
+}
+
 TEST(Seeds, SmallShapesFirst) {
   // Round 1 measures a prefix of the seeds: the shapes where the best tile changes fastest
   // (M = 1, 2, 3, 4, ...) must have theirs in it. With one thread each shape's first seed
