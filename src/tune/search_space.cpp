@@ -308,18 +308,21 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
         out.push_back(one);
     }
   }
-  // Long k blocks with A read in place, for the tallest tile of a product longer in k than
-  // an L1 block (BERT's FFN2, K = 3072): C is loaded and stored once per ~768 k-steps
-  // instead of once per L1 block, A's rows stay in L1 across the N tiles and B streams
-  // through L2 (the sweep oracle's winners at M = 13..24 there).
-  if (!heights.empty() && max_.k > kDeepK) {
+  // Long k blocks with A read in place, for the tallest tile of a product at least kDeepK
+  // long in k (BERT's dense layers, K = 768 and 3072): C is loaded and stored once per
+  // ~768 k-steps instead of once per L1 block, A's rows stay in L1 across the N tiles and
+  // B streams through L2 (the sweep oracle's winners at most M there).
+  if (!heights.empty() && max_.k >= kDeepK) {
     MicroKernelSchedule s;
     s.isa = vec_.isa;
     s.mr = heights.front();
     s.nr = std::min({schedule::max_tile_vectors(s.mr, vec_.registers), int64_t(8),
                      ceil_div(e.n, vec_.width)}) *
            vec_.width;
-    s.kc = std::min(max_.k, round_up(ceil_div(e.k, ceil_div(e.k, kDeepK)), 8));
+    // About kDeepK, split evenly over K, and no longer than keeps A's rows in L1.
+    const int64_t cap = std::max<int64_t>(8, kL1Bytes / (4 * s.mr) / 8 * 8);
+    const int64_t target = std::min(kDeepK, cap);
+    s.kc = std::min({max_.k, cap, round_up(ceil_div(e.k, ceil_div(e.k, target)), 8)});
     const size_t before = out.size();
     finish(s);
     if (out.size() > before) {

@@ -44,7 +44,7 @@ class SearchSpace {
   // > 1, parallel over M when M gives every core a task, else over N), the BLIS loop
   // order; for a constant B and at most kStreamingRows rows (B streams from memory),
   // each walking four ranges of k at once (k_streams), the tallest also with one; for K
-  // beyond kDeepK the tallest also with k blocks of about kDeepK and A read in place. Every
+  // from kDeepK on the tallest also with k blocks of about kDeepK and A read in place. Every
   // seed is valid (schedule::bind);
   // deduplicated; ordered so that a prefix spreads over the shapes (each shape's best seed first;
   // shapes in geometric order, then from the ends inward).
@@ -60,7 +60,7 @@ class SearchSpace {
   // Rows up to which a product of constant fp32 B is bound by reading B (2 * M flops per
   // 4 bytes of B vs a core's ~7 flops per byte of DRAM bandwidth).
   static constexpr int64_t kStreamingRows = 16;
-  // k-block of the deep seed (long k blocks, A read in place) for K beyond it.
+  // k-block of the deep seed (long k blocks, A read in place) for K from it on.
   static constexpr int64_t kDeepK = 768;
   static constexpr int kSeedShapesGeometric = 12;  // shapes whose seeds come first
 
