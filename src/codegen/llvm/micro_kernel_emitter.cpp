@@ -363,10 +363,38 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
           for (int64_t v = 0; v < V; ++v) b.CreateAlignedStore(acc[i][v], c_ptr(i, v), elem_align);
       },
       [&] {
-        std::vector<llvm::Value*> masks = n_tail_masks();
-        for (int64_t i = 0; i < MR; ++i)
-          for (int64_t v = 0; v < V; ++v)
-            b.CreateMaskedStore(acc[i][v], c_ptr(i, v), elem_align, masks[v]);
+        // Vectors wholly inside n_valid store as usual; the one that straddles it goes
+        // through a stack slot, its valid lanes copied one by one (a masked store,
+        // vmaskmovps, is microcoded and slow on AMD cores), and those past it not at all.
+        llvm::Value* slot = fe.entry_alloca(f32, W, 32);
+        for (int64_t v = 0; v < V; ++v) {
+          llvm::Value* rem = b.CreateSub(n_valid, imm(v * W));
+          branch(
+              b.CreateICmpSGE(rem, imm(W)), "store.whole",
+              [&] {
+                for (int64_t i = 0; i < MR; ++i)
+                  b.CreateAlignedStore(acc[i][v], c_ptr(i, v), elem_align);
+              },
+              [&] {
+                branch(
+                    b.CreateICmpSGT(rem, imm(0)), "store.part",
+                    [&] {
+                      for (int64_t i = 0; i < MR; ++i) {
+                        b.CreateAlignedStore(acc[i][v], slot, llvm::Align(32));
+                        llvm::Value* dst = c_ptr(i, v);
+                        fe.emit_loop(
+                            imm(0), rem,
+                            [&](llvm::Value* j) {
+                              b.CreateAlignedStore(
+                                  b.CreateAlignedLoad(f32, gep(slot, j), elem_align), gep(dst, j),
+                                  elem_align);
+                            },
+                            "store.lane");
+                      }
+                    },
+                    [] {});
+              });
+        }
       });
 }
 
