@@ -42,6 +42,43 @@ std::vector<int> greedy_cover(const std::vector<std::vector<double>>& norm,
   return chosen;
 }
 
+// The cover stops once every shape has one of its top-k kernels, which can leave a shape
+// well below its best (often a short one: its weight in the cover is one shape's, and a
+// kernel serving it and its neighbours "well enough" wins) while the budget still has
+// room. Spare slots go, one at a time, to the kernel that most raises the summed weight *
+// score / best over the shapes, as long as it makes some shape at least kFillGain faster
+// than the best kernel already chosen for it.
+void fill_spare_slots(const std::vector<std::vector<double>>& norm,
+                      const std::vector<double>& weights, int max_kernels,
+                      std::vector<int>& chosen) {
+  constexpr double kFillGain = 0.03;
+  const size_t shapes = norm.size(), kernels = norm[0].size();
+  std::vector<double> current(shapes, 0.0);
+  for (size_t s = 0; s < shapes; ++s)
+    for (int j : chosen) current[s] = std::max(current[s], norm[s][j]);
+  while (int(chosen.size()) < max_kernels) {
+    int best = -1;
+    double best_gain = 0;
+    for (size_t j = 0; j < kernels; ++j) {
+      if (std::find(chosen.begin(), chosen.end(), int(j)) != chosen.end()) continue;
+      double gain = 0;
+      bool helps = false;
+      for (size_t s = 0; s < shapes; ++s) {
+        if (norm[s][j] <= current[s]) continue;
+        gain += weights[s] * (norm[s][j] - current[s]);
+        helps |= norm[s][j] >= current[s] * (1 + kFillGain);
+      }
+      if (helps && gain > best_gain) {
+        best = int(j);
+        best_gain = gain;
+      }
+    }
+    if (best < 0) return;
+    chosen.push_back(best);
+    for (size_t s = 0; s < shapes; ++s) current[s] = std::max(current[s], norm[s][best]);
+  }
+}
+
 }  // namespace
 
 Selection select_micro_kernels(const std::vector<std::vector<double>>& score,
@@ -60,6 +97,7 @@ Selection select_micro_kernels(const std::vector<std::vector<double>>& score,
     out.top_k = k;
     if (int(out.kernels.size()) <= max_kernels || k >= int(kernels)) break;
   }
+  fill_spare_slots(norm, weights, max_kernels, out.kernels);
   out.assignment.resize(shapes);
   for (size_t s = 0; s < shapes; ++s) {
     int best = 0;

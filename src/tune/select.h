@@ -19,6 +19,8 @@ struct Selection {
 // Each shape keeps its top-k kernels; the cover repeatedly picks the kernel with the
 // largest summed weight * score / best(shape) over the shapes it covers that are not
 // yet covered. k starts at 1 and grows while more than `max_kernels` would be picked.
+// Slots the cover leaves spare then go to the kernels that most raise the weighted
+// score / best, each making some shape at least 3% faster than the kernels already chosen.
 // Each shape is then assigned the selected kernel with its highest score.
 Selection select_micro_kernels(const std::vector<std::vector<double>>& score,
                                const std::vector<double>& weights, int max_kernels);

@@ -1,8 +1,9 @@
 // Greedy cover selection and the dispatch tree built from it.
+#include "tune/select.h"
+
 #include <gtest/gtest.h>
 
 #include "test_support.h"
-#include "tune/select.h"
 
 namespace dietcode::tune {
 namespace {
@@ -36,6 +37,28 @@ TEST(Select, AssignsTheBestSelectedKernelPerShape) {
   Selection s = select_micro_kernels(score, std::vector<double>(50, 1.0), 8);
   for (int m = 0; m < 50; ++m)
     EXPECT_EQ(s.kernels[s.assignment[m]], m < 25 ? 0 : 1) << "M index " << m;
+}
+
+TEST(Select, SpareSlotsGoToShapesLeftBelowTheirBest) {
+  // Kernel 0 is (near-)best for the 20 long shapes and 80% of the best for the short one
+  // (shape 0), whose own best, kernel 1, is poor elsewhere; kernel 2 is 1% ahead on one
+  // long shape. A budget of 2 makes the cover grow to k = 2, where kernel 0 alone covers
+  // every shape; the spare slot goes to kernel 1 (25% for shape 0), not kernel 2 (1%).
+  auto scores = [](double short_on_0) {
+    std::vector<std::vector<double>> score = {{short_on_0, 10, 1}};
+    for (int m = 1; m <= 20; ++m)
+      score.push_back(m == 5 ? std::vector<double>{9.9, 2, 10} : std::vector<double>{10, 2, 9.9});
+    return score;
+  };
+  std::vector<std::vector<double>> score = scores(8);
+  std::vector<double> weights(score.size(), 1.0);
+  Selection s = select_micro_kernels(score, weights, 2);
+  ASSERT_EQ(s.kernels, (std::vector<int>{0, 1}));
+  EXPECT_EQ(s.kernels[s.assignment[0]], 1);
+  for (size_t m = 1; m < score.size(); ++m) EXPECT_EQ(s.kernels[s.assignment[m]], 0);
+  // Without room, the cover's choice stands; a 2% gain does not earn a slot.
+  EXPECT_EQ(select_micro_kernels(score, weights, 1).kernels, std::vector<int>{0});
+  EXPECT_EQ(select_micro_kernels(scores(9.8), weights, 2).kernels, std::vector<int>{0});
 }
 
 TEST(Select, NothingMeasuredIsAClearError) {
