@@ -6,7 +6,8 @@
 // checks (a small tile keeps several copies of its accumulators in the unrolled loop, so
 // that its FMAs do not wait on each other's latency). Edge tiles work on C in place too: rows
 // past m_valid repeat the last valid row (and store its values to it again), columns past
-// n_valid are masked in C's loads and stores. B read in place (no panel) gets a second k-loop
+// n_valid are masked when C is loaded and not stored (the vector that straddles n_valid
+// goes out lane by lane). B read in place (no panel) gets a second k-loop
 // for edge column blocks whose loads are masked (llvm.masked.load) so that no lane past the
 // tensor's end is touched.
 #include <llvm/IR/Intrinsics.h>
@@ -71,7 +72,7 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   // The tile works on C in place. Rows past m_valid compute exactly what the last valid
   // row computes (the same A row, the same C row loaded, the same epilogue inputs), so
   // their stores go to the last valid row too: the same values, written again. Columns
-  // past n_valid are masked in the loads and stores of C.
+  // past n_valid are masked when C is loaded and never stored (see the stores at the end).
   std::vector<llvm::Value*> c_rows;
   for (int64_t i = 0; i < MR; ++i) c_rows.push_back(gep(c_base, b.CreateMul(rows[i], ldc)));
   llvm::Value* n_full = b.CreateICmpEQ(n_valid, imm(NR));
