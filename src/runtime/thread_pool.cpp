@@ -131,7 +131,7 @@ void ThreadPool::parallel_for(int64_t n, RangeBody body, void* closure) {
     return;
   }
   std::unique_lock<std::mutex> region(region_mutex_, std::try_to_lock);
-  if (n == 1 || workers_.empty() || !region.owns_lock()) {
+  if (workers_.empty() || !region.owns_lock()) {
     body(0, n, closure);
     return;
   }

@@ -287,14 +287,17 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
   // sequence): there each tile walks four ranges of k at once (k_streams), and the
   // tallest also with one, after the first.
   const bool streaming = e.m <= kStreamingRows && c_.b.constant;
+  // The widest tile the registers hold beside mr rows, no wider than N needs and than the
+  // sampled space goes (8 vectors); < 1 where no tile of mr rows fits.
+  auto widest_vectors = [&](int64_t mr) {
+    return std::min(
+        {schedule::max_tile_vectors(mr, vec_.registers), int64_t(8), ceil_div(e.n, vec_.width)});
+  };
   for (int64_t mr : heights) {
     MicroKernelSchedule s;
     s.isa = vec_.isa;
     s.mr = mr;
-    // The widest tile the registers hold, no wider than N needs and than the sampled
-    // space goes (8 vectors).
-    int64_t v = std::min(
-        {schedule::max_tile_vectors(mr, vec_.registers), int64_t(8), ceil_div(e.n, vec_.width)});
+    int64_t v = widest_vectors(mr);
     if (v < 1) continue;
     s.nr = v * vec_.width;
     s.kc = l1_kc(s);
@@ -312,13 +315,11 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
   // long in k (BERT's dense layers, K = 768 and 3072): C is loaded and stored once per
   // ~768 k-steps instead of once per L1 block, A's rows stay in L1 across the N tiles and
   // B streams through L2 (the sweep oracle's winners at most M there).
-  if (!heights.empty() && max_.k >= kDeepK) {
+  if (!heights.empty() && max_.k >= kDeepK && widest_vectors(heights.front()) >= 1) {
     MicroKernelSchedule s;
     s.isa = vec_.isa;
     s.mr = heights.front();
-    s.nr = std::min({schedule::max_tile_vectors(s.mr, vec_.registers), int64_t(8),
-                     ceil_div(e.n, vec_.width)}) *
-           vec_.width;
+    s.nr = widest_vectors(s.mr) * vec_.width;
     // About kDeepK, split evenly over K, and no longer than keeps A's rows in L1.
     const int64_t cap = std::max<int64_t>(8, kL1Bytes / (4 * s.mr) / 8 * 8);
     const int64_t target = std::min(kDeepK, cap);
