@@ -49,7 +49,7 @@ LoweredKernel lower(const schedule::BoundSchedule& bound, const PassLogger& log)
 
   LoopNest nest = build_loop_nest(c, s);
   Stmt body = step("build_loop_nest", nest.body);
-  body = step("mark_parallel", mark_parallel(body, parallel_loop(s, c, nest)));
+  body = step("mark_parallel", mark_parallel(body, parallel_loop(s, c, nest), c.batch_axes));
   body = step("insert_packing", insert_packing(body));
   body = step("simplify", simplify(body));
 

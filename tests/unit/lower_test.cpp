@@ -6,6 +6,7 @@
 #include "ir/visit.h"
 #include "lower/insert_packing.h"
 #include "lower/pipeline.h"
+#include "ops/batch_matmul.h"
 #include "ops/contraction.h"
 #include "ops/dense.h"
 #include "test_support.h"
@@ -82,6 +83,37 @@ TEST(Lower, PanelsPackedInsideTheParallelLoopAreAllocatedPerTask) {
       a_inside_parallel = f->body.as<ir::AllocateNode>()->buffer.name() == "X_panel";
   });
   EXPECT_TRUE(a_inside_parallel);
+}
+
+TEST(Lower, BatchLoopsAroundTheParallelLoopAreFusedIntoIt) {
+  // S V of attention: 12 heads of T x T times T x 64. Parallel over M's blocks alone, a
+  // short T (one block) would make 12 parallel loops of one task each.
+  te::ShapeVar t = te::shape_var("T", 1, 128);
+  te::Operator op = ops::batch_matmul({t}, 12, t.var, 64, t.var, ops::Layout::NN);
+  schedule::MicroKernelSchedule s =
+      dietcode::testing::make_schedule(schedule::Isa::Avx2, 2, 32, 64, 32, 64);
+  s.pack_a = schedule::PackA::Direct;
+  s.pack_b = schedule::PackB::Direct;
+  s.parallel = schedule::ParallelAxis::M;
+  s.loop_order = {schedule::Axis::M, schedule::Axis::K, schedule::Axis::N};
+  const ir::Stmt body = lower::lower(schedule::bind(s, op)).compute.body;
+  const auto* top = body.as<ir::ForNode>();
+  ASSERT_NE(top, nullptr) << ir::to_string(body);
+  EXPECT_EQ(top->for_kind, ir::ForKind::Parallel);
+  EXPECT_EQ(ir::evaluate_int(top->extent, {{t.var.get(), 5}}), 12) << "12 heads x 1 block";
+  EXPECT_EQ(ir::evaluate_int(top->extent, {{t.var.get(), 100}}), 12 * 4);
+  int parallel = 0;
+  ir::visit_stmts(body, [&](const ir::Stmt& x) {
+    if (const auto* f = x.as<ir::ForNode>()) parallel += f->for_kind == ir::ForKind::Parallel;
+  });
+  EXPECT_EQ(parallel, 1);
+
+  // M's blocks inside K's: the k-blocks add into the same C, so the head loop is not fused
+  // across them (it is not directly around the parallel loop).
+  s.loop_order = {schedule::Axis::K, schedule::Axis::M, schedule::Axis::N};
+  const ir::Stmt serial_k = lower::lower(schedule::bind(s, op)).compute.body;
+  ASSERT_NE(serial_k.as<ir::ForNode>(), nullptr);
+  EXPECT_EQ(serial_k.as<ir::ForNode>()->for_kind, ir::ForKind::Serial);
 }
 
 TEST(Lower, PrepackedScheduleProducesAPrepackProgram) {
