@@ -79,6 +79,8 @@ LoweredKernel lower(const schedule::BoundAttentionSchedule& bound, const PassLog
   body = step("simplify", simplify(body));
   LoweredKernel k;
   k.compute = compute_function(op, body);
+  const ops::AttentionOp& a = bound.attention();
+  k.compute.work = Expr(4 * a.slices * a.head_dim) * a.t * a.t;  // Q K^T and P V
   return k;
 }
 

@@ -28,8 +28,7 @@ Stmt fuse_batch_loops(const Stmt& s, const std::vector<Var>& batch_axes) {
   const auto* inner = body.as<ForNode>();
   bool batch = std::find(batch_axes.begin(), batch_axes.end(), outer->var) != batch_axes.end();
   bool fusable = batch && outer->for_kind == ForKind::Serial && inner &&
-                 inner->for_kind == ForKind::Parallel &&
-                 !uses_var(inner->min, outer->var.get()) &&
+                 inner->for_kind == ForKind::Parallel && !uses_var(inner->min, outer->var.get()) &&
                  !uses_var(inner->extent, outer->var.get());
   if (!fusable) return make_for(outer->var, outer->min, outer->extent, outer->for_kind, body);
   Var task(outer->var.name() + "_" + inner->var.name());

@@ -17,10 +17,14 @@ namespace {
 Var parallel_loop(const schedule::MicroKernelSchedule& s, const ops::Contraction& c,
                   const LoopNest& nest) {
   switch (s.parallel) {
-    case schedule::ParallelAxis::M: return nest.m_block;
-    case schedule::ParallelAxis::N: return nest.n_block;
-    case schedule::ParallelAxis::Batch: return c.batch_axes.front();  // bind() checked it exists
-    case schedule::ParallelAxis::None: return Var();
+    case schedule::ParallelAxis::M:
+      return nest.m_block;
+    case schedule::ParallelAxis::N:
+      return nest.n_block;
+    case schedule::ParallelAxis::Batch:
+      return c.batch_axes.front();  // bind() checked it exists
+    case schedule::ParallelAxis::None:
+      return Var();
   }
   return Var();
 }
@@ -55,6 +59,9 @@ LoweredKernel lower(const schedule::BoundSchedule& bound, const PassLogger& log)
 
   LoweredKernel k;
   k.compute = compute_function(op, body);
+  Expr work = Expr(2) * c.m_extent * c.n_extent * c.k_extent;
+  for (const Expr& e : c.batch_extents) work = work * e;
+  k.compute.work = simplify(work);
   if (nest.prepack.defined()) {
     k.prepacked_b = true;
     k.prepacked_input = c.b_input_index;

@@ -153,6 +153,11 @@ void ThreadPool::parallel_for(int64_t n, RangeBody body, void* closure) {
 }  // namespace dietcode::runtime
 
 extern "C" void dietcode_parallel_for(int64_t n, void (*body)(int64_t, int64_t, void*),
-                                      void* closure) {
-  dietcode::runtime::ThreadPool::global().parallel_for(n, body, closure);
+                                      void* closure, int64_t work) {
+  dietcode::runtime::ThreadPool& pool = dietcode::runtime::ThreadPool::global();
+  if (work >= 0 && work < pool.serial_work()) {
+    body(0, n, closure);
+    return;
+  }
+  pool.parallel_for(n, body, closure);
 }

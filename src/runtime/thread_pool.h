@@ -21,6 +21,11 @@ class ThreadPool {
  public:
   // How long an idle worker spins before it sleeps.
   static constexpr int64_t kSpinNanoseconds = 100'000;
+  // A generated kernel's call with fewer operations than this runs its parallel loop on
+  // the caller: ~5 us of one core's work, where a second thread stops losing to the
+  // round trip (on a 2-vCPU VM, attention's S V at T = 16, 0.4 M operations, ran at
+  // 84 GFLOP/s alone and 67 with a second thread; at T = 64, 6.3 M, 89 and 107).
+  static constexpr int64_t kSerialWork = int64_t{1} << 19;
 
   // The process-wide pool; starts with std::thread::hardware_concurrency() threads.
   static ThreadPool& global();
@@ -40,6 +45,11 @@ class ThreadPool {
   using RangeBody = void (*)(int64_t begin, int64_t end, void* closure);
   void parallel_for(int64_t n, RangeBody body, void* closure);
 
+  // The serial threshold of generated kernels' parallel loops (kSerialWork by default;
+  // 0: every loop goes to the pool, as tests of the parallel paths want).
+  void set_serial_work(int64_t operations) { serial_work_.store(operations); }
+  int64_t serial_work() const { return serial_work_.load(std::memory_order_relaxed); }
+
   // Pins worker i to the i-th CPU this process may use (off by default). A worker
   // woken after sleeping is often placed on its waker's CPU, and both halves of a
   // parallel loop then share one core for milliseconds; pinned workers, with the
@@ -58,6 +68,7 @@ class ThreadPool {
   // workers_.size(), readable without the region lock: a loop on a pool without workers
   // runs on its caller without taking the lock (a call at T = 1 lasts ~200 ns).
   std::atomic<int> worker_count_{0};
+  std::atomic<int64_t> serial_work_{kSerialWork};
   std::mutex region_mutex_;  // held for the duration of a parallel region
   std::mutex sleep_mutex_;
   std::condition_variable wake_;

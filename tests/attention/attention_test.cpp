@@ -179,6 +179,7 @@ TEST(FusedAttention, ParallelSchedulesOnSeveralThreads) {
   runtime::ThreadPool& pool = runtime::ThreadPool::global();
   int before = pool.num_threads();
   pool.set_num_threads(4);
+  pool.set_serial_work(0);  // small T too goes through the pool
   te::Operator op = ops::attention(1, 128, 12, ops::attention_shapes(1, 12, 64, true));
   std::mt19937_64 rng(6);
   for (auto parallel :
@@ -193,6 +194,7 @@ TEST(FusedAttention, ParallelSchedulesOnSeveralThreads) {
     }
   }
   pool.set_num_threads(before);
+  pool.set_serial_work(runtime::ThreadPool::kSerialWork);
 }
 
 TEST(FusedAttention, PackedQkvLayoutMatchesFloat64) {
@@ -239,6 +241,7 @@ TEST(FusedAttention, PackedQkvLayoutMatchesFloat64) {
   runtime::ThreadPool& pool = runtime::ThreadPool::global();
   int before = pool.num_threads();
   pool.set_num_threads(3);
+  pool.set_serial_work(0);
   for (auto parallel :
        {schedule::AttentionParallel::Heads, schedule::AttentionParallel::HeadsAndQueryTiles}) {
     schedule::AttentionSchedule s = schedule::random_attention_schedule(rng, host_isa());
@@ -247,6 +250,7 @@ TEST(FusedAttention, PackedQkvLayoutMatchesFloat64) {
     for (int64_t t : {1, 17, 128}) EXPECT_LE(run_case(k, make_case(op, t, rng)), kTolerance);
   }
   pool.set_num_threads(before);
+  pool.set_serial_work(runtime::ThreadPool::kSerialWork);
   EXPECT_USER_ERROR(ops::attention_packed_qkv(1, 128, 1, 0, 64, false), "heads 0");
   EXPECT_USER_ERROR(ops::attention_packed_qkv(1, 128, 1, 12, 2048, false), "head size 2048");
   EXPECT_USER_ERROR(ops::attention_packed_qkv(0, 128, 1, 12, 64, false), "range of T [0, 128]");

@@ -192,11 +192,13 @@ TEST(Runtime, ResultsDoNotDependOnThreadCount) {
   reference::CheckCase c = reference::make_check_case(op, {123}, rng);
   runtime::ThreadPool& pool = runtime::ThreadPool::global();
   int original = pool.num_threads();
+  pool.set_serial_work(0);  // M = 123 is below the serial threshold
   for (int threads : {1, 2, 3}) {
     pool.set_num_threads(threads);
     EXPECT_LE(reference::run_check_case(kernel, c), kTolerance) << threads << " threads";
   }
   pool.set_num_threads(original);
+  pool.set_serial_work(runtime::ThreadPool::kSerialWork);
 }
 
 }  // namespace

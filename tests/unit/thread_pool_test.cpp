@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/abi.h"
+
 using dietcode::runtime::ThreadPool;
 
 namespace {
@@ -56,4 +58,41 @@ TEST(ThreadPool, ResizingKeepsWorking) {
     EXPECT_EQ(pool.num_threads(), threads);
     expect_each_once(pool, 33);
   }
+}
+
+namespace {
+
+struct Ranges {
+  std::atomic<int> calls{0};
+  std::atomic<int64_t> covered{0};
+};
+
+void record_range(int64_t begin, int64_t end, void* closure) {
+  auto* r = static_cast<Ranges*>(closure);
+  r->calls.fetch_add(1);
+  r->covered.fetch_add(end - begin);
+}
+
+}  // namespace
+
+TEST(ThreadPool, GeneratedLoopsBelowTheSerialThresholdRunOnTheirCaller) {
+  // Generated code passes the call's operations: a call too small to pay a round trip
+  // through the pool runs its loop as one range; a large or unknown one, one index each.
+  ThreadPool& pool = ThreadPool::global();
+  int threads = pool.num_threads();
+  pool.set_num_threads(2);
+  const int64_t threshold = pool.serial_work();
+  EXPECT_EQ(threshold, ThreadPool::kSerialWork);
+  for (int64_t work : {int64_t{0}, threshold - 1, threshold, int64_t{-1}}) {
+    Ranges r;
+    dietcode_parallel_for(12, record_range, &r, work);
+    EXPECT_EQ(r.covered.load(), 12);
+    EXPECT_EQ(r.calls.load(), work >= 0 && work < threshold ? 1 : 12) << "work " << work;
+  }
+  pool.set_serial_work(0);  // every loop to the pool, as the parallel-path tests want
+  Ranges r;
+  dietcode_parallel_for(12, record_range, &r, 100);
+  EXPECT_EQ(r.calls.load(), 12);
+  pool.set_serial_work(threshold);
+  pool.set_num_threads(threads);
 }

@@ -32,6 +32,7 @@ void FunctionEmitter::emit_function(const lower::LoweredFunc& f, const std::stri
   llvm::Type* ptr = b_.getPtrTy();
   function_ = new_function(name, llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr}, false));
   function_name_ = name;
+  work_ = f.work;
   llvm::Value* shape = function_->getArg(0);
   llvm::Value* bufs = function_->getArg(1);
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", function_));
@@ -149,6 +150,7 @@ void FunctionEmitter::emit_parallel_for(const ForNode& f) {
   llvm::Value* min = emit(f.min);
   b_.CreateStore(min, slot(b_, closure, n));
   llvm::Value* extent = emit(f.extent);
+  llvm::Value* work = work_.defined() ? emit(work_) : b_.getInt64(-1);
 
   // Emit the outlined body with its own scope, then come back.
   auto saved_vars = vars_;
@@ -184,7 +186,8 @@ void FunctionEmitter::emit_parallel_for(const ForNode& f) {
   // One task (a single head, one block): call the body here, without a round trip
   // through the thread pool.
   llvm::FunctionCallee pfor = module_.getOrInsertFunction(
-      "dietcode_parallel_for", llvm::FunctionType::get(b_.getVoidTy(), {i64, ptr, ptr}, false));
+      "dietcode_parallel_for",
+      llvm::FunctionType::get(b_.getVoidTy(), {i64, ptr, ptr, i64}, false));
   llvm::BasicBlock* one = llvm::BasicBlock::Create(ctx_, "par.one", function_);
   llvm::BasicBlock* pool = llvm::BasicBlock::Create(ctx_, "par.pool", function_);
   llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "par.done", function_);
@@ -194,7 +197,7 @@ void FunctionEmitter::emit_parallel_for(const ForNode& f) {
                 {b_.getInt64(0), b_.getInt64(1), closure});
   b_.CreateBr(done);
   b_.SetInsertPoint(pool);
-  b_.CreateCall(pfor, {extent, body, closure});
+  b_.CreateCall(pfor, {extent, body, closure, work});
   b_.CreateBr(done);
   b_.SetInsertPoint(done);
 }

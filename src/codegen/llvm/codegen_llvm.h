@@ -74,6 +74,7 @@ class FunctionEmitter {
   llvm::Function* function_ = nullptr;
   int outlined_count_ = 0;
   std::string function_name_;
+  ir::Expr work_;  // the function's operations per call (LoweredFunc::work), or undefined
   std::unordered_map<const ir::VarNode*, llvm::Value*> vars_;
   std::unordered_map<const ir::BufferNode*, llvm::Value*> buffers_;
 };
