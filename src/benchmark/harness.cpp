@@ -40,6 +40,13 @@ double time_once(const std::function<void()>& fn) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Runs `fn` once, or for at least `seconds`.
+void warm_up(const std::function<void()>& fn, double seconds) {
+  auto start = Clock::now();
+  do fn();
+  while (std::chrono::duration<double>(Clock::now() - start).count() < seconds);
+}
+
 double median(std::vector<double> v) {
   std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
   return v[v.size() / 2];
@@ -258,6 +265,12 @@ struct Candidate {
 constexpr int kRounds = 5, kAttempts = 3;
 // Rounds of one attempt that disagree by more than this factor were disturbed.
 constexpr double kDisturbedSpread = 1.25;
+// At several threads the bench sleeps before each burst (other libraries' workers must
+// stop spinning first); a core left idle that long comes back slow: on a 2-vCPU VM a
+// 2 us call ran at 3.6 us for its first 1.5-4 ms. Each burst then starts with this much
+// untimed running of the implementation it times, as in a model's back-to-back calls
+// (at one thread, with no sleeps, the single warm-up call is enough).
+constexpr double kWarmUpSecondsAfterIdle = 0.005;
 
 // A compiled sweep (or given) kernel with its weights, pre-packed for the current problem.
 struct OurKernel {
@@ -758,6 +771,7 @@ class BenchRun {
         continue;
       }
       c.screen = 1e30;
+      warm_up(c.run, warm_up_seconds());
       for (int r = 0; r < 3; ++r) c.screen = std::min(c.screen, time_once(c.run));
       if (o_.threads > 1 && idle_spin_.count(c.impl)) sleep_for(idle_spin_[c.impl]);
     }
@@ -780,7 +794,7 @@ class BenchRun {
     std::map<std::string, std::vector<double>> round_medians;
     for (int round = 0; round < kRounds; ++round)
       for (auto& [impl, c] : best) {
-        c->run();
+        warm_up(c->run, warm_up_seconds());
         std::vector<double> burst_times;
         for (int r = 0; r < burst; ++r) burst_times.push_back(time_once(c->run));
         timings.times[impl].insert(timings.times[impl].end(), burst_times.begin(),
@@ -888,7 +902,9 @@ class BenchRun {
   const schedule::Isa isa_ = codegen::host_target().isa;
   BenchResult result_;
   LoadedPeers loaded_;
-  std::set<std::string> row_notes_;          // peer + reason: row operators it skipped
+  std::set<std::string> row_notes_;  // peer + reason: row operators it skipped
+  double warm_up_seconds() const { return o_.threads > 1 ? kWarmUpSecondsAfterIdle : 0; }
+
   std::map<std::string, double> idle_spin_;  // peer -> how long its workers spin
   double max_idle_spin_ = 0;
   std::mt19937_64 rng_{2024};

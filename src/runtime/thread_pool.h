@@ -22,10 +22,11 @@ class ThreadPool {
   // How long an idle worker spins before it sleeps.
   static constexpr int64_t kSpinNanoseconds = 100'000;
   // A generated kernel's call with fewer operations than this runs its parallel loop on
-  // the caller: ~5 us of one core's work, where a second thread stops losing to the
-  // round trip (on a 2-vCPU VM, attention's S V at T = 16, 0.4 M operations, ran at
-  // 84 GFLOP/s alone and 67 with a second thread; at T = 64, 6.3 M, 89 and 107).
-  static constexpr int64_t kSerialWork = int64_t{1} << 19;
+  // the caller: ~1.3 us of one core's work, about where a second thread stops losing
+  // to the round trip (2-vCPU VM, warm: attention's S V at T = 8, 98 K operations, took
+  // 1.74 us alone and 1.57 with a second thread; LIBXSMM's 2-thread S V lost to its
+  // 1-thread one up to T = 8 and won from T = 13, 260 K).
+  static constexpr int64_t kSerialWork = int64_t{1} << 17;
 
   // The process-wide pool; starts with std::thread::hardware_concurrency() threads.
   static ThreadPool& global();
