@@ -119,8 +119,14 @@ void ThreadPool::worker_loop(uint64_t seen) {
     }
     if (stopping_) return;
     seen = current;
+    const uint64_t generation = current << kDoorGenerationShift;
+    uint64_t door = door_.load(std::memory_order_acquire);
+    bool joined = false;
+    while (!joined && (door & ~(kDoorClosed - 1)) == generation)
+      joined = door_.compare_exchange_weak(door, door + 1, std::memory_order_acq_rel);
+    if (!joined) continue;  // closed, or already another region's
     run_tasks();
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    left_.fetch_add(1, std::memory_order_release);
   }
 }
 
@@ -139,15 +145,19 @@ void ThreadPool::parallel_for(int64_t n, RangeBody body, void* closure) {
   closure_ = closure;
   count_ = n;
   next_.store(0, std::memory_order_relaxed);
-  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  left_.store(0, std::memory_order_relaxed);
+  const uint64_t generation = generation_.load(std::memory_order_relaxed) + 1;
+  door_.store(generation << kDoorGenerationShift, std::memory_order_release);
   {
     // Under the lock, so that a worker about to sleep cannot miss the new region.
     std::lock_guard<std::mutex> lock(sleep_mutex_);
-    generation_.fetch_add(1, std::memory_order_release);
+    generation_.store(generation, std::memory_order_release);
     if (sleeping_ > 0) wake_.notify_all();
   }
   run_tasks();
-  while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+  const int joined =
+      static_cast<int>(door_.fetch_or(kDoorClosed, std::memory_order_acq_rel) & (kDoorClosed - 1));
+  while (left_.load(std::memory_order_acquire) != joined) _mm_pause();
 }
 
 }  // namespace dietcode::runtime

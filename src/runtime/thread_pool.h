@@ -77,8 +77,15 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stopping_{false};
   bool pin_workers_ = false;
-  std::atomic<int> pending_{0};  // workers still inside the current region
-  // The current region, published by the release increment of generation_.
+  // Workers join a region through its door: (generation << 17) | closed << 16 | joined.
+  // The caller closes it once every task is taken and waits only for the workers that
+  // joined (a worker still waking from sleep then costs the caller nothing; it finds the
+  // door closed, or another region's, and touches nothing).
+  static constexpr uint64_t kDoorClosed = uint64_t{1} << 16;
+  static constexpr int kDoorGenerationShift = 17;
+  std::atomic<uint64_t> door_{0};
+  std::atomic<int> left_{0};  // workers that joined the current region and are done
+  // The current region, published by the release store of door_.
   RangeBody body_ = nullptr;
   void* closure_ = nullptr;
   int64_t count_ = 0;

@@ -41,6 +41,17 @@ TEST(ThreadPool, RegionsBackToBackAndAfterSleeping) {
   for (int i = 0; i < 10; ++i) expect_each_once(pool, 16);
 }
 
+TEST(ThreadPool, WorkersWakingLateTouchNoRegionTheyDidNotJoin) {
+  // The caller does not wait for sleeping workers: short regions right after the workers
+  // fell asleep end before the workers are up, and the next regions start while those
+  // workers are still finding their way in.
+  ThreadPool pool(3);
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(300 + 50 * i));  // past the spin
+    for (int r = 0; r < 50; ++r) expect_each_once(pool, 1 + r % 4);
+  }
+}
+
 TEST(ThreadPool, ConcurrentCallersEachGetAllTheirTasks) {
   ThreadPool pool(2);
   std::vector<std::thread> callers;
