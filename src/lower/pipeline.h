@@ -24,7 +24,8 @@ struct LoweredFunc {
   std::vector<ir::Var> shape_vars;
   std::vector<ir::Buffer> buffers;
   ir::Stmt body;
-  // Operations of one call (2 per multiply-add), in terms of shape_vars; what a parallel
+  // Operations of one call (2 per multiply-add; a row operator: ~2 per element and pass
+  // over its rows), in terms of shape_vars; what a parallel
   // loop weighs against a thread-pool round trip (undefined: always handed to the pool).
   ir::Expr work;
 };

@@ -97,6 +97,11 @@ LoweredKernel lower(const schedule::BoundRowSchedule& bound, const PassLogger& l
   body = step("simplify", simplify(body));
   LoweredKernel k;
   k.compute = compute_function(op, body);
+  // About 2 operations per element and pass over a row (each reduction, then the output).
+  const ops::RowOp& r = bound.row_op();
+  Expr elements = r.length;
+  for (const Expr& e : r.row_extents) elements = elements * e;
+  k.compute.work = simplify(Expr(int64_t(2 * (r.reductions.size() + 1))) * elements);
   return k;
 }
 

@@ -80,19 +80,30 @@ void emit_transposing_pack(FunctionEmitter& fe, const PackStageNode& p) {
               b.CreateCondBr(b.CreateICmpSLE(valid_rows, imm(1)), narrow, wide);
               b.SetInsertPoint(narrow);
               {
-                llvm::Value* one = b.CreateICmpEQ(valid_rows, imm(1));
-                llvm::Value* row =
-                    source_row(b.CreateSelect(one, r0, b.CreateSub(row_limit, imm(1))));
+                // Two loops without a select inside: the row's scalar loaded into a
+                // zeroed vector is one zero-extending load (vmovss) and one store per k.
                 llvm::Value* zero = llvm::Constant::getNullValue(vt);
+                llvm::BasicBlock* one_row =
+                    llvm::BasicBlock::Create(b.getContext(), "pack.one", fn);
+                llvm::BasicBlock* no_row =
+                    llvm::BasicBlock::Create(b.getContext(), "pack.none", fn);
+                b.CreateCondBr(b.CreateICmpEQ(valid_rows, imm(1)), one_row, no_row);
+                b.SetInsertPoint(one_row);
+                llvm::Value* row = source_row(r0);
                 fe.emit_loop(
                     imm(0), k_extent,
                     [&](llvm::Value* k) {
                       llvm::Value* x = b.CreateAlignedLoad(f32, gep(row, k), elem_align);
-                      x = b.CreateSelect(one, x, llvm::ConstantFP::get(f32, 0.0));
                       b.CreateAlignedStore(b.CreateInsertElement(zero, x, b.getInt64(0)),
                                            dst_at(k, 0), elem_align);
                     },
                     "pack.k1");
+                b.CreateBr(done);
+                b.SetInsertPoint(no_row);
+                fe.emit_loop(
+                    imm(0), k_extent,
+                    [&](llvm::Value* k) { b.CreateAlignedStore(zero, dst_at(k, 0), elem_align); },
+                    "pack.k0");
               }
               b.CreateBr(done);
               b.SetInsertPoint(wide);
