@@ -41,14 +41,11 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Median, best and worst of `repeat` timed calls after a warm-up of at least one call and
-// 5 ms: engines are timed one after another with sleeps between them (a BLAS's workers
-// must stop spinning), and an idle vCPU comes back slow for 1.5-4 ms; without the warm-up
-// the engine timed first after a sleep (ours) would be timed on a slow core.
+// Median, best and worst of `repeat` timed calls after a warm-up: engines are timed one
+// after another with sleeps between them (a BLAS's workers must stop spinning); without
+// it the engine timed first after a sleep (ours) would be timed on a slow core.
 EncoderMeasurement time_calls(int repeat, const std::function<void()>& call) {
-  auto warm = Clock::now();
-  do call();
-  while (ms_since(warm) < 5.0);
+  warm_up(call, kWarmUpSecondsAfterIdle);
   std::vector<double> ms;
   for (int i = 0; i < repeat; ++i) {
     auto start = Clock::now();

@@ -40,13 +40,6 @@ double time_once(const std::function<void()>& fn) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Runs `fn` once, or for at least `seconds`.
-void warm_up(const std::function<void()>& fn, double seconds) {
-  auto start = Clock::now();
-  do fn();
-  while (std::chrono::duration<double>(Clock::now() - start).count() < seconds);
-}
-
 double median(std::vector<double> v) {
   std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
   return v[v.size() / 2];
@@ -265,12 +258,6 @@ struct Candidate {
 constexpr int kRounds = 5, kAttempts = 3;
 // Rounds of one attempt that disagree by more than this factor were disturbed.
 constexpr double kDisturbedSpread = 1.25;
-// At several threads the bench sleeps before each burst (other libraries' workers must
-// stop spinning first); a core left idle that long comes back slow: on a 2-vCPU VM a
-// 2 us call ran at 3.6 us for its first 1.5-4 ms. Each burst then starts with this much
-// untimed running of the implementation it times, as in a model's back-to-back calls
-// (at one thread, with no sleeps, the single warm-up call is enough).
-constexpr double kWarmUpSecondsAfterIdle = 0.005;
 
 // A compiled sweep (or given) kernel with its weights, pre-packed for the current problem.
 struct OurKernel {
@@ -753,6 +740,10 @@ class BenchRun {
     return candidates;
   }
 
+  // At several threads the bench sleeps before each burst (kWarmUpSecondsAfterIdle); at
+  // one thread, with no sleeps, the single warm-up call is enough.
+  double warm_up_seconds() const { return o_.threads > 1 ? kWarmUpSecondsAfterIdle : 0; }
+
   // Phase 5: each candidate checked once against float64 on a poisoned output (a wrong
   // one is excluded and reported), then screened (best of 3). Peers' workers from the
   // last shape must be idle first, or they would slow our screening.
@@ -902,9 +893,7 @@ class BenchRun {
   const schedule::Isa isa_ = codegen::host_target().isa;
   BenchResult result_;
   LoadedPeers loaded_;
-  std::set<std::string> row_notes_;  // peer + reason: row operators it skipped
-  double warm_up_seconds() const { return o_.threads > 1 ? kWarmUpSecondsAfterIdle : 0; }
-
+  std::set<std::string> row_notes_;          // peer + reason: row operators it skipped
   std::map<std::string, double> idle_spin_;  // peer -> how long its workers spin
   double max_idle_spin_ = 0;
   std::mt19937_64 rng_{2024};
@@ -920,6 +909,12 @@ std::string default_peers_dir() {
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? "peers" : (exe.parent_path() / "peers").string();
+}
+
+void warm_up(const std::function<void()>& fn, double seconds) {
+  auto start = Clock::now();
+  do fn();
+  while (std::chrono::duration<double>(Clock::now() - start).count() < seconds);
 }
 
 }  // namespace dietcode::bench

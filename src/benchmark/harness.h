@@ -9,6 +9,7 @@
 // rounds were disturbed, and assemble the rows.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,5 +50,14 @@ BenchResult run_bench(const BenchOptions& options);
 
 // Where the peer plugins are by default: `peers/` beside the running executable.
 std::string default_peers_dir();
+
+// A bench that sleeps between implementations (so that their workers stop spinning) times
+// each on a core that was idle, and an idle vCPU comes back slow: on a 2-vCPU VM a 2 us
+// call ran at 3.6 us for its first 1.5-4 ms. Each timing then starts with this much untimed
+// running of what it times, as in a model's back-to-back calls.
+constexpr double kWarmUpSecondsAfterIdle = 0.005;
+
+// Runs `fn` once, or for at least `seconds`.
+void warm_up(const std::function<void()>& fn, double seconds);
 
 }  // namespace dietcode::bench

@@ -16,8 +16,8 @@ Stmt mark(const Stmt& s, const Var& loop_var) {
 }
 
 // `for b: parallel for v: body`, b a batch axis (its iterations write disjoint outputs)
-// and v's range independent of b, becomes one
-// parallel loop over both: `parallel for task in [0, B x V): let b, v = ...; body`.
+// and v's range independent of b, becomes one parallel loop over both:
+// `parallel for task in [0, B x V): let b, v = ...; body`.
 // A batched product over T <= mc then has 12 tasks, not 12 loops of one task each
 // (each a call into the thread pool, and no second thread ever busy).
 Stmt fuse_batch_loops(const Stmt& s, const std::vector<Var>& batch_axes) {
