@@ -162,12 +162,15 @@ void print(const Stmt& s, int indent, std::string& out) {
     }
     case StmtKind::MicroKernel: {
       const auto* n = s.as<MicroKernelNode>();
-      out += fmt::format("{}micro_kernel<{}x{}, unroll {}{}>(k < {}, valid {} x {})\n", pad, n->mr,
-                         n->nr, n->unroll_k,
+      out += fmt::format("{}micro_kernel<{}x{}{}, unroll {}{}>(k < {}, valid {} x {})\n", pad,
+                         n->mr, n->nr, n->dot ? " dot products" : "", n->unroll_k,
                          n->k_streams > 1 ? fmt::format(", {} k-streams", n->k_streams) : "",
                          to_string(n->k_extent), to_string(n->m_valid), to_string(n->n_valid));
-      out += fmt::format("{}  A: {}\n{}  B: {}{}\n", pad, operand_text(n->a), pad,
-                         operand_text(n->b), n->b_in_place ? " (in place, masked n tail)" : "");
+      out +=
+          fmt::format("{}  A: {}\n{}  B: {}{}\n", pad, operand_text(n->a), pad, operand_text(n->b),
+                      n->dot          ? " (in place, columns along k)"
+                      : n->b_in_place ? " (in place, masked n tail)"
+                                      : "");
       out += fmt::format("{}  C: {}[{} + r*{} + c], first k-block: {}, last k-block: {}\n", pad,
                          n->c.name(), to_string(n->c_offset), to_string(n->c_row_stride),
                          to_string(n->first_k_block), to_string(n->last_k_block));

@@ -57,7 +57,7 @@ Stmt make_pack_stage(PackStageNode node) {
 
 Stmt make_micro_kernel(MicroKernelNode node) {
   DC_INTERNAL_CHECK(node.mr > 0 && node.nr > 0 && node.unroll_k > 0 && node.k_streams > 0 &&
-                        node.vector_width > 0 && node.nr % node.vector_width == 0,
+                        node.vector_width > 0 && (node.dot || node.nr % node.vector_width == 0),
                     "micro-kernel tile");
   DC_INTERNAL_CHECK(
       node.first_k_block.type() == Type::Bool && node.last_k_block.type() == Type::Bool,

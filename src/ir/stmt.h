@@ -181,6 +181,10 @@ struct MicroKernelNode : StmtNode {
   Expr epilogue;  // undefined: C = the sum
   std::vector<EpilogueOperand> epilogue_inputs;
   bool b_in_place = false;
+  // Vectors along k instead of n: MR x NR dot products of A's rows and B's columns, both
+  // read in place with unit stride along k (b.row_stride: between B's columns); nr is any
+  // count of columns. See schedule::MicroKernelSchedule::vector_axis.
+  bool dot = false;
   MicroKernelNode() : StmtNode(kKind) {}
 };
 

@@ -107,6 +107,16 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
   if (s.pack_b == PackB::PerBlock) {
     b_panel = Buffer(c.b.tensor.name() + "_panel", {Expr(s.nc * s.kc)});
     mk.b = TileOperand{b_panel, Var(n_tile) * s.nr * Var(k.len), 1, s.nr};
+  } else if (s.vector_axis == schedule::Axis::K) {
+    // Dot products: B's columns (one per n) read in place, contiguous along k (bind()
+    // checked it); the operand's row stride steps between columns.
+    auto form = affine_form(flatten_index(c.b.tensor, c.b.index), {c.n, c.k});
+    DC_INTERNAL_CHECK(form && is_const(form->coefficients[1], 1),
+                      "dot products need B contiguous along k (the validator checks this)");
+    Expr at_tile = operand_offset(c.b, {{c.n.get(), col0}, {c.k.get(), Expr(k.begin)}});
+    mk.b = TileOperand{c.b.tensor, at_tile, form->coefficients[0], 1};
+    mk.b_in_place = true;
+    mk.dot = true;
   } else if (s.pack_b == PackB::Direct) {
     // In place: B's rows (one per k) are contiguous along n (bind() checked it).
     auto form = affine_form(flatten_index(c.b.tensor, c.b.index), {c.n, c.k});

@@ -15,6 +15,7 @@
 #include "model/safetensors.h"
 #include "runtime/buffer.h"
 #include "runtime/module.h"
+#include "runtime/thread_pool.h"
 #include "support/error.h"
 
 namespace dietcode::model {
@@ -54,6 +55,7 @@ struct Model::Impl {
   ModelLoadTimes times;
   std::vector<std::string> operator_names;
   std::vector<runtime::Module> modules;  // one per distinct operator
+  int64_t scratch_bytes = 0;             // the most packing scratch any of their kernels takes
   Safetensors weights;
   std::vector<runtime::AlignedBuffer> stacked;  // Q K V weights and biases, stacked
   std::vector<const float*> data;               // per tensor: weights; others null
@@ -105,6 +107,10 @@ Model Model::load(const std::string& model_dir, const std::string& weights_path,
     specs[name] = std::move(spec);
   }
 
+  // The thread pool's workers start now, not in whichever forward call first runs a
+  // parallel loop (a forward allocates nothing once its workspace exists).
+  runtime::ThreadPool::global();
+
   // The architecture: sizes from the weights, heads and eps from the modules.
   auto wstart = std::chrono::steady_clock::now();
   m.weights = Safetensors::open(weights_path);
@@ -143,6 +149,7 @@ Model Model::load(const std::string& model_dir, const std::string& weights_path,
     module_of[operator_key(o.op)] = int(m.modules.size());
     m.operator_names.push_back(o.name);
     m.modules.push_back(runtime::Module::compile(specs[o.name]));
+    m.scratch_bytes = std::max(m.scratch_bytes, m.modules.back().scratch_bytes());
   }
   const codegen::ObjectCacheStats cache_after = codegen::object_cache_stats();
   m.times.kernels_from_cache = cache_after.hits - cache_before.hits;
@@ -204,6 +211,8 @@ void Model::run(const float* input, int64_t t, float* output,
   if (t < 1) user_error("forward: sequence length {}; expected >= 1", t);
   if (!input || !output) user_error("forward: null input or output");
   Impl& m = *impl_;
+  // This thread's packing scratch and call arguments (allocated on its first call only).
+  runtime::prepare_calling_thread(m.scratch_bytes);
   // A plan that holds T and a workspace of its size.
   std::shared_ptr<const MemoryPlan> plan;
   std::unique_ptr<runtime::AlignedBuffer> workspace;

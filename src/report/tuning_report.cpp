@@ -344,14 +344,17 @@ std::string kernels_section(const OperatorResult& op, const std::vector<ShapeRow
     std::vector<std::string> row{fmt::format("k{}", k)};
     if (micro_kernels) {
       const auto& s = std::get<schedule::MicroKernelSchedule>(kernels[k]);
-      row.insert(row.end(),
-                 {fmt::format("{} x {}", s.mr, s.nr), fmt::format("{} / {} / {}", s.kc, s.mc, s.nc),
-                  schedule::to_string(s.loop_order), std::string(to_string(s.parallel)),
-                  std::string(to_string(s.inner_tile_loop)),
-                  s.k_streams > 1 ? fmt::format("{} x {} streams", s.unroll_k, s.k_streams)
-                                  : std::to_string(s.unroll_k),
-                  s.pack_a == schedule::PackA::Packed ? "packed" : "direct",
-                  s.pack_b == schedule::PackB::Prepacked ? "prepacked" : "per block"});
+      row.insert(
+          row.end(),
+          {fmt::format("{} x {}{}", s.mr, s.nr, s.vector_axis == schedule::Axis::K ? " dot" : ""),
+           fmt::format("{} / {} / {}", s.kc, s.mc, s.nc), schedule::to_string(s.loop_order),
+           std::string(to_string(s.parallel)), std::string(to_string(s.inner_tile_loop)),
+           s.k_streams > 1 ? fmt::format("{} x {} streams", s.unroll_k, s.k_streams)
+                           : std::to_string(s.unroll_k),
+           s.pack_a == schedule::PackA::Packed ? "packed" : "direct",
+           s.pack_b == schedule::PackB::Prepacked ? "prepacked"
+           : s.pack_b == schedule::PackB::Direct  ? "direct"
+                                                  : "per block"});
     } else {
       row.push_back(schedule::describe(kernels[k]));
     }

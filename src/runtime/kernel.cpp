@@ -4,10 +4,13 @@
 #include <cstring>
 
 #include "codegen/llvm/jit.h"
+#include "ir/evaluate.h"
 #include "ir/printer.h"
+#include "ir/visit.h"
 #include "runtime/abi.h"
 #include "support/error.h"
 #include "support/hash.h"
+#include "support/int_math.h"
 
 namespace dietcode::runtime {
 
@@ -116,6 +119,14 @@ Kernel Kernel::build(const te::Operator& op, Schedule s, schedule::Isa isa,
     // runs are too short to hash on every call.
     k.packed_layout_ = fnv1a64(ir::to_string(k.lowered_.prepack.body));
   }
+  // Panels are sized by constants of the schedule, or by the shape variables at their
+  // largest declared values.
+  ir::Bindings at_max;
+  for (const te::ShapeVar& v : k.op_.shape_vars) at_max[v.var.get()] = v.max;
+  ir::visit_stmts(k.lowered_.compute.body, [&](const ir::Stmt& x) {
+    if (const auto* a = x.as<ir::AllocateNode>())
+      k.scratch_bytes_ += round_up(4 * ir::evaluate_int(a->buffer.shape()[0], at_max), 64);
+  });
   register_runtime_abi();
   k.code_ = codegen::jit_compile(k.lowered_);
   k.compile_seconds_ =

@@ -89,6 +89,9 @@ class Kernel {
   const schedule::RowSchedule& row_schedule() const;
   const schedule::AttentionSchedule& attention_schedule() const;
   double compile_seconds() const { return compile_seconds_; }
+  // The packing scratch (runtime/abi.h) one call takes on a thread at most: every panel
+  // it allocates, 64-byte aligned, as if all were live at once.
+  int64_t scratch_bytes() const { return scratch_bytes_; }
 
   // Inspection: each pass's loop IR, the LLVM IR, the assembly (any target).
   std::string loop_ir() const;
@@ -112,6 +115,7 @@ class Kernel {
   std::string pass_log_;
   std::unique_ptr<codegen::JitCode> code_;
   double compile_seconds_ = 0;
+  int64_t scratch_bytes_ = 0;
 };
 
 }  // namespace dietcode::runtime

@@ -55,6 +55,31 @@ int64_t PackedWeights::bytes() const {
   return total;
 }
 
+namespace {
+
+// The inputs of a call of pre-packed weights, per thread, reused from call to call.
+std::vector<ConstTensor>& call_arguments() {
+  thread_local std::vector<ConstTensor> args = [] {
+    std::vector<ConstTensor> v;
+    v.reserve(16);
+    return v;
+  }();
+  return args;
+}
+
+}  // namespace
+
+void prepare_calling_thread(int64_t scratch_bytes) {
+  call_arguments();
+  reserve_scratch(scratch_bytes);
+}
+
+int64_t Module::scratch_bytes() const {
+  int64_t most = 0;
+  for (const Kernel& k : kernels_) most = std::max(most, k.scratch_bytes());
+  return most;
+}
+
 void Module::run(const std::vector<int64_t>& shape, const std::vector<ConstTensor>& inputs,
                  MutableTensor output, const PackedWeights* packed) const {
   int i = select(shape);
@@ -67,7 +92,7 @@ void Module::run(const std::vector<int64_t>& shape, const std::vector<ConstTenso
         op_.name, i);
   // The caller's inputs with the packed weights in place of W, in a per-thread buffer
   // reused from call to call (no allocation on the per-call path).
-  thread_local std::vector<ConstTensor> args;
+  std::vector<ConstTensor>& args = call_arguments();
   args.assign(inputs.begin(), inputs.end());
   int w = k.prepacked_input();
   if (w < 0 || w >= int(args.size()))

@@ -63,6 +63,15 @@ struct PackedWeights {
   int64_t bytes() const;  // the distinct buffers together
 };
 
+// Creates the calling thread's runtime state: its packing scratch (at least
+// `scratch_bytes`, Module::scratch_bytes) and its argument list for kernels of pre-packed
+// weights, so that module calls on this thread allocate nothing. Allocates only the first
+// time on a thread (and when asked for more scratch than before); a model calls it at
+// the start of every forward.
+void prepare_calling_thread(int64_t scratch_bytes);
+// The part of it that is the scratch (scratch.cpp).
+void reserve_scratch(int64_t bytes);
+
 class Module {
  public:
   // Compiles every kernel and the dispatcher for the host. Throws dietcode::Error if
@@ -78,6 +87,8 @@ class Module {
   int num_kernels() const { return static_cast<int>(kernels_.size()); }
   const ModuleSpec& spec() const { return spec_; }
   const te::Operator& op() const { return op_; }
+  // The most packing scratch one call of any kernel takes (Kernel::scratch_bytes).
+  int64_t scratch_bytes() const;
 
   // Packs the operator's constant input (the weights) for every kernel that wants it.
   // `shape` is any valid shape (the weights do not depend on the symbolic dims).

@@ -5,12 +5,14 @@
 // them: a call reuses the memory of the previous one instead of going to malloc,
 // which for panels over glibc's mmap threshold (128 KiB) means an mmap, page faults
 // and an munmap on every call (tens of microseconds, more than a small GEMM takes).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <vector>
 
 #include "runtime/abi.h"
+#include "runtime/module.h"
 #include "support/int_math.h"
 
 namespace {
@@ -62,6 +64,25 @@ class ScratchStack {
     return p;
   }
 
+  // Between calls (nothing live): makes the bottom chunk at least `bytes`, so that
+  // allocations nesting up to that much take nothing from malloc.
+  void reserve(size_t bytes) {
+    if (!sizes_.empty()) return;
+    bytes = dietcode::round_up(std::max<size_t>(bytes, 1), 64);
+    if (!chunks_.empty() && chunks_.front().size >= bytes) return;
+    chunks_.clear();
+    top_ = 0;
+    Chunk c;
+    c.size = std::max<size_t>(bytes, size_t{1} << 20);
+    c.memory.reset(static_cast<char*>(std::aligned_alloc(64, c.size)));
+    if (!c.memory) {
+      std::fprintf(stderr, "dietcode: out of memory reserving %zu bytes of packing scratch\n",
+                   bytes);
+      std::abort();
+    }
+    chunks_.push_back(std::move(c));
+  }
+
   void pop() {
     auto [chunk, bytes] = sizes_.back();
     sizes_.pop_back();
@@ -78,6 +99,14 @@ class ScratchStack {
 thread_local ScratchStack scratch;
 
 }  // namespace
+
+namespace dietcode::runtime {
+
+void reserve_scratch(int64_t bytes) {
+  scratch.reserve(static_cast<size_t>(std::max<int64_t>(bytes, 0)));
+}
+
+}  // namespace dietcode::runtime
 
 extern "C" void* dietcode_alloc(int64_t bytes) {
   return scratch.push(static_cast<size_t>(bytes));

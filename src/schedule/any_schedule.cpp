@@ -43,9 +43,10 @@ namespace {
 
 struct Describe {
   std::string operator()(const MicroKernelSchedule& s) const {
-    return fmt::format("{}x{} tile, kc={} mc={} nc={}, order {}, parallel {}, A {}, B {}", s.mr,
-                       s.nr, s.kc, s.mc, s.nc, to_string(s.loop_order), to_string(s.parallel),
-                       to_string(s.pack_a), to_string(s.pack_b));
+    return fmt::format("{}x{} tile{}, kc={} mc={} nc={}, order {}, parallel {}, A {}, B {}", s.mr,
+                       s.nr, s.vector_axis == Axis::K ? " of dot products" : "", s.kc, s.mc, s.nc,
+                       to_string(s.loop_order), to_string(s.parallel), to_string(s.pack_a),
+                       to_string(s.pack_b));
   }
   std::string operator()(const RowSchedule& s) const {
     return fmt::format("{} rows per task, unroll {}, {}, {} reduction passes", s.rows_per_task,
@@ -59,7 +60,7 @@ struct Describe {
 
 struct ShortLabel {
   std::string operator()(const MicroKernelSchedule& s) const {
-    return fmt::format("{}x{}", s.mr, s.nr);
+    return fmt::format("{}x{}{}", s.mr, s.nr, s.vector_axis == Axis::K ? "dot" : "");
   }
   std::string operator()(const RowSchedule& s) const {
     return fmt::format("r{}u{}", s.rows_per_task, s.unroll);

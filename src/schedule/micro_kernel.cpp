@@ -72,6 +72,7 @@ uint64_t MicroKernelSchedule::digest() const {
                     int64_t(inner_tile_loop), unroll_k, int64_t(pack_a), int64_t(pack_b)})
     h.add(v);
   if (k_streams != 1) h.add(k_streams);  // absent from the digests of one-stream schedules
+  if (vector_axis != Axis::N) h.add(100 + int64_t(vector_axis));  // likewise
   return h.value();
 }
 
@@ -92,6 +93,7 @@ json to_json(const MicroKernelSchedule& s) {
          {"pack_a", to_string(s.pack_a)},
          {"pack_b", to_string(s.pack_b)}};
   if (s.k_streams != 1) j["k_streams"] = s.k_streams;  // optional: 1 when absent
+  if (s.vector_axis != Axis::N) j["vector_axis"] = to_string(s.vector_axis);  // optional: n
   return j;
 }
 
@@ -145,7 +147,7 @@ MicroKernelSchedule schedule_from_json(const json& j) {
   static const std::set<std::string> known{
       "target",   "isa",       "mr",         "nr",       "kc",
       "mc",       "nc",        "loop_order", "parallel", "inner_tile_loop",
-      "unroll_k", "k_streams", "pack_a",     "pack_b"};
+      "unroll_k", "k_streams", "pack_a",     "pack_b",   "vector_axis"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) user_error("schedule JSON: unknown field '{}'", it.key());
   MicroKernelSchedule s;
@@ -177,6 +179,12 @@ MicroKernelSchedule schedule_from_json(const json& j) {
   s.inner_tile_loop = inner == "m" ? Axis::M : Axis::N;
   s.unroll_k = int_field(j, "unroll_k");
   if (j.contains("k_streams")) s.k_streams = int_field(j, "k_streams");
+  if (j.contains("vector_axis")) {
+    std::string axis = string_field(j, "vector_axis");
+    if (axis != "n" && axis != "k")
+      user_error("schedule: unknown vector_axis '{}'; expected n or k", axis);
+    s.vector_axis = axis == "n" ? Axis::N : Axis::K;
+  }
   std::string pa = string_field(j, "pack_a"), pb = string_field(j, "pack_b");
   if (pa != "packed" && pa != "direct")
     user_error("schedule JSON: pack_a '{}'; expected packed or direct", pa);
@@ -226,16 +234,26 @@ void validate(const MicroKernelSchedule& s) {
                          {"nc", s.nc}})
     if (v > kMaxTile) user_error("schedule: {} = {} is larger than {}", name, v, kMaxTile);
   if (s.mr < 1) user_error("schedule: mr = {} must be >= 1", s.mr);
-  if (s.nr < isa.width || s.nr % isa.width != 0)
+  if (s.vector_axis == Axis::M)
+    user_error("schedule: vector_axis 'm'; expected n (outer products) or k (dot products)");
+  const bool dot = s.vector_axis == Axis::K;
+  if (dot && s.nr < 1) user_error("schedule: nr = {} must be >= 1", s.nr);
+  if (!dot && (s.nr < isa.width || s.nr % isa.width != 0))
     user_error("schedule: nr = {} must be a positive multiple of the {} vector width {}", s.nr,
                isa.name, isa.width);
-  const int64_t vectors = s.nr / isa.width;
+  // Accumulator vectors: NR/W per row of outer products, one per output of dot products.
+  const int64_t vectors = dot ? s.nr : s.nr / isa.width;
   const int64_t needed = tile_registers(s.mr, vectors);
   if (needed > isa.registers)
     user_error(
-        "schedule: a {}x{} register tile needs {} vector registers ({} accumulators + {} "
+        "schedule: a {}x{} register tile{} needs {} vector registers ({} accumulators + {} "
         "for the operands of a k-step); {} has {}",
-        s.mr, s.nr, needed, s.mr * vectors, needed - s.mr * vectors, isa.name, isa.registers);
+        s.mr, s.nr, dot ? " of dot products" : "", needed, s.mr * vectors, needed - s.mr * vectors,
+        isa.name, isa.registers);
+  if (dot && (s.pack_a != PackA::Direct || s.pack_b != PackB::Direct || s.k_streams != 1))
+    user_error(
+        "schedule: vector_axis 'k' reads A and B in place along k: it needs pack_a 'direct', "
+        "pack_b 'direct' and k_streams 1");
   if (s.kc < 1) user_error("schedule: kc = {} must be >= 1", s.kc);
   if (s.mc < s.mr || s.mc % s.mr != 0)
     user_error("schedule: mc = {} must be a positive multiple of mr = {}", s.mc, s.mr);
@@ -264,6 +282,24 @@ MaxExtents max_extents(const ops::Contraction& c, const te::Operator& op) {
                     ir::evaluate_int(c.k_extent, at_max)};
 }
 
+namespace {
+
+// Whether `op` is read affinely (in the batch axes, `row` and k) with unit stride along k.
+bool contiguous_along_k(const ops::Contraction& c, const ops::ContractionOperand& op,
+                        const ir::Var& row) {
+  std::vector<ir::Var> vars = c.batch_axes;
+  vars.push_back(row);
+  vars.push_back(c.k);
+  auto form = ir::affine_form(ir::flatten_index(op.tensor, op.index), vars);
+  return form && ir::is_const(form->coefficients.back(), 1);
+}
+
+}  // namespace
+
+bool operands_contiguous_along_k(const ops::Contraction& c) {
+  return contiguous_along_k(c, c.a, c.m) && contiguous_along_k(c, c.b, c.n);
+}
+
 bool b_contiguous_along_n(const ops::Contraction& c) {
   std::vector<ir::Var> vars = c.batch_axes;
   vars.push_back(c.n);
@@ -283,6 +319,8 @@ BoundSchedule bind(const MicroKernelSchedule& s, const te::Operator& op,
   const VectorIsa& isa = vector_isa(s.isa);
   if (s.mr > ext.m)
     user_error("schedule: mr = {} is larger than any allowed M (at most {})", s.mr, ext.m);
+  if (s.vector_axis == Axis::K && s.nr > ext.n)
+    user_error("schedule: nr = {} is larger than any allowed N (at most {})", s.nr, ext.n);
   if (s.nr > round_up(ext.n, isa.width))
     user_error(
         "schedule: nr = {} is larger than any allowed N (at most {}, {} rounded to the "
@@ -320,7 +358,12 @@ BoundSchedule bind(const MicroKernelSchedule& s, const te::Operator& op,
           user_error("schedule: pack_b 'prepacked' needs {} to be shared across the batch",
                      c.b.tensor.name());
   }
-  if (s.pack_b == PackB::Direct && !b_contiguous_along_n(c))
+  if (s.vector_axis == Axis::K && !operands_contiguous_along_k(c))
+    user_error(
+        "schedule: vector_axis 'k' needs {} and {} read affinely with their rows contiguous "
+        "along k; in {} they are not (use vector_axis 'n')",
+        c.a.tensor.name(), c.b.tensor.name(), op.name);
+  if (s.vector_axis == Axis::N && s.pack_b == PackB::Direct && !b_contiguous_along_n(c))
     user_error(
         "schedule: pack_b 'direct' needs {} read affinely with its rows contiguous along n; "
         "in {} it is not (a transposed B: use 'per_block')",

@@ -12,6 +12,14 @@
 //       for it: MR-tiles of the m block      (inner_tile_loop: which of jt, it is inner)
 //         micro-kernel MR x NR over the k block
 //
+// The micro-kernel's vectors run along n (vector_axis n, the default: each k-step
+// broadcasts MR values of A and multiplies them into NR/W vectors of B, outer products) or
+// along k (vector_axis k: MR x NR dot products, each accumulator a vector of W products
+// along k, summed across its lanes once at the end). The second needs A's and B's rows
+// both contiguous along k and reads both in place (Q K^T of attention: one query row
+// against one key row); it has no pack and no NR-wide zero padding, so a product of a few
+// rows and columns (a short sequence's scores) costs a few FMAs per output.
+//
 // Checking a schedule against its operator (bind) yields a BoundSchedule: the schedule
 // with the operator's matched contraction and largest extents, which is what lowering
 // consumes, so nothing is matched or validated twice.
@@ -43,7 +51,8 @@ enum class Axis : uint8_t { M, N, K };
 enum class ParallelAxis : uint8_t { None, Batch, M, N };
 enum class PackA : uint8_t { Packed, Direct };  // Direct: read A in place (affine access only)
 // Prepacked: constant B packed once, ahead of calls. Direct: B read in place, its rows
-// (one per k) contiguous along n; vector loads straight from B, masked on the n tail.
+// (one per k) contiguous along n; vector loads straight from B, masked on the n tail (or,
+// with vector_axis k, its columns contiguous along k).
 enum class PackB : uint8_t { PerBlock, Prepacked, Direct };
 
 using LoopOrder = std::array<Axis, 3>;  // outermost first, a permutation of M, N, K
@@ -71,6 +80,9 @@ struct MicroKernelSchedule {
   int64_t k_streams = 1;
   PackA pack_a = PackA::Packed;
   PackB pack_b = PackB::PerBlock;
+  // N: outer products, nr a multiple of the vector width. K: dot products, nr any count of
+  // columns, A and B read in place (pack_a and pack_b direct, k_streams 1).
+  Axis vector_axis = Axis::N;
 
   bool operator==(const MicroKernelSchedule&) const = default;
   // A stable 64-bit digest of the fields (FNV-1a over them in declaration order): the
@@ -114,6 +126,15 @@ MaxExtents max_extents(const ops::Contraction& c, const te::Operator& op);
 // Whether B is read affinely with unit stride along n (NN batch_matmul), the condition
 // for PackB::Direct.
 bool b_contiguous_along_n(const ops::Contraction& c);
+// Whether A and B are both read affinely with unit stride along k (NT batch_matmul), the
+// condition for vector_axis k.
+bool operands_contiguous_along_k(const ops::Contraction& c);
+
+// The vector registers of an MR x NR tile of dot products: one accumulator per output,
+// and either all MR vectors of A with one of B or all NR of B with one of A.
+inline int64_t dot_tile_registers(int64_t mr, int64_t nr) {
+  return tile_registers(mr, nr);
+}
 
 // A schedule validated against its operator, carrying what lowering needs.
 class BoundSchedule {

@@ -20,6 +20,7 @@ MicroKernelSchedule random_schedule(std::mt19937_64& rng, Isa isa_id, const te::
   ops::Contraction c = ops::match_contraction(op);
   MaxExtents ext = max_extents(c, op);
   const bool b_direct = b_contiguous_along_n(c);
+  const bool dot = operands_contiguous_along_k(c);
   for (int attempt = 0; attempt < 1000; ++attempt) {
     MicroKernelSchedule s;
     s.isa = isa_id;
@@ -48,6 +49,19 @@ MicroKernelSchedule random_schedule(std::mt19937_64& rng, Isa isa_id, const te::
     s.pack_a = uniform(rng, 0, 1) ? PackA::Packed : PackA::Direct;
     s.pack_b = (c.b.constant && uniform(rng, 0, 1)) ? PackB::Prepacked : PackB::PerBlock;
     if (s.pack_b == PackB::PerBlock && b_direct && uniform(rng, 0, 1)) s.pack_b = PackB::Direct;
+    // Dot products (A and B both along k) in a third of the draws where they apply: any
+    // MR x NR that fits the registers, A and B in place.
+    if (dot && uniform(rng, 0, 2) == 0) {
+      s.vector_axis = Axis::K;
+      s.nr = uniform(rng, 1, std::max<int64_t>(1, std::min<int64_t>(ext.n, 8)));
+      s.mr = uniform(rng, 1,
+                     std::max<int64_t>(1, std::min(max_tile_rows(s.nr, isa.registers), ext.m)));
+      s.mc = s.mr * uniform(rng, 1, std::min<int64_t>((ext.m + s.mr - 1) / s.mr, 32));
+      s.nc = s.nr * uniform(rng, 1, std::min<int64_t>((ext.n + s.nr - 1) / s.nr, 32));
+      s.pack_a = PackA::Direct;
+      s.pack_b = PackB::Direct;
+      s.k_streams = 1;
+    }
     try {
       bind(s, op, c);
       return s;

@@ -73,14 +73,17 @@ const std::vector<std::string>& feature_names() {
                                                  "flops_log2",
                                                  "mc_tiles",
                                                  "nc_tiles",
-                                                 "k_remainder"};
+                                                 "k_remainder",
+                                                 "dot_products"};
   return names;
 }
 
 std::vector<float> micro_kernel_features(const schedule::MicroKernelSchedule& s, const Extents& e,
                                          int threads) {
   const schedule::VectorIsa& isa = schedule::vector_isa(s.isa);
-  double vectors = double(s.nr / isa.width);
+  // Accumulator vectors per row: NR/W for outer products, NR for dot products.
+  const bool dot = s.vector_axis == schedule::Axis::K;
+  double vectors = dot ? double(s.nr) : double(s.nr / isa.width);
   double acc = double(s.mr) * vectors;
   using schedule::Axis;
   using schedule::ParallelAxis;
@@ -156,6 +159,7 @@ std::vector<float> micro_kernel_features(const schedule::MicroKernelSchedule& s,
       float(double(s.mc) / double(s.mr)),
       float(double(s.nc) / double(s.nr)),
       float(double(e.k % s.kc) / double(s.kc)),
+      dot ? 1.f : 0.f,
   };
   DC_INTERNAL_CHECK(f.size() == feature_names().size(), "feature count {} != names {}", f.size(),
                     feature_names().size());

@@ -47,6 +47,7 @@ SearchSpace::SearchSpace(const te::Operator& op, schedule::Isa isa, int threads,
                          std::vector<std::vector<int64_t>> shapes, SpaceKind kind)
     : op_(op),
       c_(ops::match_contraction(op)),
+      dot_(schedule::operands_contiguous_along_k(c_)),
       vec_(schedule::vector_isa(isa)),
       threads_(threads),
       extents_(op, shapes),
@@ -67,10 +68,12 @@ SearchSpace::SearchSpace(const te::Operator& op, schedule::Isa isa, int threads,
 
 bool SearchSpace::valid(const MicroKernelSchedule& s) const {
   // Ansor's space: every tile level divides the shape's extent (where N has no
-  // vector-multiple divisor, the register tile alone is exempt).
+  // vector-multiple divisor, the register tile alone is exempt; a tile of dot products,
+  // any count of columns, is not).
+  const bool n_divides = max_.n % s.nr == 0;
   if (kind_ == SpaceKind::Divisors &&
       (max_.m % s.mr != 0 || max_.m % s.mc != 0 || max_.k % s.kc != 0 ||
-       (max_.n % s.nr == 0 && max_.n % s.nc != 0)))
+       (n_divides && max_.n % s.nc != 0) || (s.vector_axis == Axis::K && !n_divides)))
     return false;
   try {
     schedule::bind(s, op_, c_);
@@ -90,6 +93,15 @@ std::vector<int64_t> SearchSpace::vector_choices(const Extents* fit) const {
     out.push_back(v);
   }
   if (out.empty()) out.push_back(1);  // N smaller than, or not a multiple of, any vector tile
+  return out;
+}
+
+std::vector<int64_t> SearchSpace::dot_columns(const Extents* fit) const {
+  const Extents& e = fit ? *fit : max_;
+  std::vector<int64_t> out;
+  for (int64_t nr = 1; nr <= std::min<int64_t>(8, e.n); ++nr)
+    if (schedule::dot_tile_registers(1, nr) <= vec_.registers) out.push_back(nr);
+  if (out.empty()) out.push_back(1);
   return out;
 }
 
@@ -224,6 +236,20 @@ MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
     s.pack_b = prepack                        ? schedule::PackB::Prepacked
                : b_direct && chance(rng, 0.5) ? schedule::PackB::Direct
                                               : schedule::PackB::PerBlock;
+    // Dot products where A and B both run along k: often for a small N (attention's
+    // scores), now and then for a wide one (a dense layer's weights read as rows).
+    if (dot_ && chance(rng, max_.n <= 128 ? 0.3 : 0.05)) {
+      s.vector_axis = Axis::K;
+      s.nr = pick(rng, dot_columns(nullptr));
+      std::vector<int64_t> dot_mrs = mr_choices(s.nr, nullptr);
+      if (dot_mrs.empty()) continue;
+      s.mr = pick(rng, dot_mrs);
+      s.mc = pick(rng, mc_choices(s.mr, s.kc, nullptr));
+      s.nc = pick(rng, nc_choices(s.nr, s.kc, nullptr));
+      s.pack_a = schedule::PackA::Direct;
+      s.pack_b = schedule::PackB::Direct;
+      s.k_streams = 1;
+    }
     if (valid(s)) return s;
   }
   // Report why with a representative schedule.
@@ -271,6 +297,10 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     s.unroll_k = 4;
     s.pack_a = schedule::PackA::Packed;
     s.pack_b = c_.b.constant ? schedule::PackB::Prepacked : schedule::PackB::PerBlock;
+    if (s.vector_axis == Axis::K) {
+      s.pack_a = schedule::PackA::Direct;
+      s.pack_b = schedule::PackB::Direct;
+    }
     if (valid(s)) out.push_back(s);
   };
   // k-block: the A and B micro-panels (mr + nr floats per k) in L1, split evenly over K.
@@ -330,6 +360,34 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
       out.back().pack_a = schedule::PackA::Direct;
       out.back().inner_tile_loop = Axis::N;
       if (!valid(out.back())) out.pop_back();
+    }
+  }
+  // Dot products for a few columns: first among the shape's seeds for the fewest.
+  if (dot_ && e.n <= kDotSeedColumns) {
+    MicroKernelSchedule s;
+    s.isa = vec_.isa;
+    s.vector_axis = Axis::K;
+    // The tile of least padding and most FMAs per loaded vector, (MR * NR) / (MR + NR).
+    double best = 0;
+    for (int64_t nr : dot_columns(&e))
+      for (int64_t mr = 1; mr <= std::min(schedule::max_tile_rows(nr, vec_.registers), e.m); ++mr) {
+        double used = double(e.m * e.n) / double(round_up(e.m, mr) * round_up(e.n, nr));
+        double score = used * double(mr * nr) / double(mr + nr);
+        if (score > best + 1e-9) {
+          best = score;
+          s.mr = mr;
+          s.nr = nr;
+        }
+      }
+    s.kc = max_.k;  // one k block: C is written once
+    const size_t before = out.size();
+    finish(s);
+    if (out.size() > before) {
+      out.back().unroll_k = std::clamp<int64_t>(e.k / vec_.width, 1, 8);
+      if (!valid(out.back()))
+        out.pop_back();
+      else if (e.n <= kDotFirstColumns)
+        std::rotate(out.begin(), out.end() - 1, out.end());
     }
   }
   // One or two rows of a product whose constant B streams from memory (a model's weights
@@ -398,7 +456,8 @@ std::optional<MicroKernelSchedule> SearchSpace::mutate(std::mt19937_64& rng,
     if (axis == 0) {
       // M: a tile height that covers this shape's M with little padding; the block
       // keeps its number of tiles, so the factor moves between the two levels.
-      int64_t v = s.nr / vec_.width;
+      const bool dot = s.vector_axis == Axis::K;
+      int64_t v = dot ? s.nr : s.nr / vec_.width;  // accumulator vectors per row
       std::vector<int64_t> mrs = mr_choices(v, &fit);
       if (mrs.empty()) continue;
       int64_t tiles = std::max<int64_t>(1, s.mc / s.mr);
@@ -406,9 +465,11 @@ std::optional<MicroKernelSchedule> SearchSpace::mutate(std::mt19937_64& rng,
       s.mc = std::min(round_up(max_.m, s.mr), s.mr * tiles);
       if (chance(rng, 0.5)) s.mc = pick(rng, mc_choices(s.mr, s.kc, &fit));
     } else if (axis == 1) {
-      // N: vectors per tile, then the N block for this shape's N and the core count.
-      int64_t v = pick(rng, vector_choices(&fit));
-      s.nr = v * vec_.width;
+      // N: vectors per tile (columns of dot products), then the N block for this shape's
+      // N and the core count.
+      const bool dot = s.vector_axis == Axis::K;
+      int64_t v = pick(rng, dot ? dot_columns(&fit) : vector_choices(&fit));
+      s.nr = dot ? v : v * vec_.width;
       int64_t cap = schedule::max_tile_rows(v, vec_.registers);
       if (s.mr > cap) {
         if (cap < 1) continue;

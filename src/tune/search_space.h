@@ -44,7 +44,8 @@ class SearchSpace {
   // > 1, parallel over M when M gives every core a task, else over N), the BLIS loop
   // order; for a constant B and at most kStreamingRows rows (B streams from memory),
   // each walking four ranges of k at once (k_streams), the tallest also with one; for K
-  // from kDeepK on the tallest also with k blocks of about kDeepK and A read in place. Every
+  // from kDeepK on the tallest also with k blocks of about kDeepK and A read in place; where A
+  // and B both run along k and N is at most kDotSeedColumns, a tile of dot products. Every
   // seed is valid (schedule::bind);
   // deduplicated; ordered so that a prefix spreads over the shapes (each shape's best seed first;
   // shapes in geometric order, then from the ends inward).
@@ -63,6 +64,11 @@ class SearchSpace {
   // k-block of the deep seed (long k blocks, A read in place) for K from it on.
   static constexpr int64_t kDeepK = 768;
   static constexpr int kSeedShapesGeometric = 12;  // shapes whose seeds come first
+  // N up to which a shape gets a dot-product seed (Q K^T of a short sequence: an outer-
+  // product tile would pack B and pad it to NR columns), first among its seeds up to
+  // kDotFirstColumns.
+  static constexpr int64_t kDotSeedColumns = 16;
+  static constexpr int64_t kDotFirstColumns = 8;
 
   const ShapeExtents& extents() const { return extents_; }
   const te::Operator& op() const { return op_; }
@@ -72,6 +78,8 @@ class SearchSpace {
   bool valid(const schedule::MicroKernelSchedule& s) const;
   std::vector<int64_t> mr_choices(int64_t vectors, const Extents* fit) const;
   std::vector<int64_t> vector_choices(const Extents* fit) const;
+  // Column counts of dot-product tiles (vector_axis k) for this shape's N, or all.
+  std::vector<int64_t> dot_columns(const Extents* fit) const;
   std::vector<int64_t> kc_choices(const Extents* fit) const;
   std::vector<int64_t> mc_choices(int64_t mr, int64_t kc, const Extents* fit) const;
   std::vector<int64_t> nc_choices(int64_t nr, int64_t kc, const Extents* fit) const;
@@ -80,6 +88,7 @@ class SearchSpace {
 
   te::Operator op_;
   ops::Contraction c_;
+  bool dot_;  // A and B both contiguous along k: dot-product tiles apply
   schedule::VectorIsa vec_;
   int threads_;
   ShapeExtents extents_;

@@ -1,8 +1,9 @@
 // Attention's batch_matmuls against the float64 reference, with the sequence length T
 // on both sides of the product (Q K^T: M = N = T, NT; S V: M = K = T, NN), over T = 1,
 // primes, sizes just off tile multiples and sizes past the declared range [1, 128].
-// Covers B read in place (PackB::Direct, masked n tail), per-block packing and one-task
-// parallel loops; fresh random inputs, outputs poisoned with NaN.
+// Covers B read in place (PackB::Direct, masked n tail), per-block packing, one-task
+// parallel loops and Q K^T as tiles of dot products (vector_axis k); fresh random inputs,
+// outputs poisoned with NaN.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -109,6 +110,69 @@ TEST(Attention, DirectBNeedsRowsAlongN) {
   schedule::MicroKernelSchedule per_block = s;
   per_block.pack_b = schedule::PackB::PerBlock;
   EXPECT_NE(per_block.digest(), s.digest());
+}
+
+// Q K^T as dot products (a query row against a key row, both along k): accepted for NT,
+// refused for NN (B's rows run along n there) and for packed operands, with the reason.
+TEST(Attention, DotProductsNeedBothOperandsAlongK) {
+  schedule::MicroKernelSchedule s;
+  s.isa = schedule::Isa::Avx2;
+  s.vector_axis = schedule::Axis::K;
+  s.mr = 2;
+  s.nr = 3;
+  s.kc = 64;
+  s.mc = 4;
+  s.nc = 6;
+  s.pack_a = schedule::PackA::Direct;
+  s.pack_b = schedule::PackB::Direct;
+  EXPECT_NO_THROW(schedule::bind(s, attention_product(ops::Layout::NT)));
+  auto refusal = [](const schedule::MicroKernelSchedule& x, const te::Operator& op) {
+    try {
+      schedule::bind(x, op);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refusal(s, attention_product(ops::Layout::NN)).find("contiguous along k"),
+            std::string::npos);
+  schedule::MicroKernelSchedule packed = s;
+  packed.pack_a = schedule::PackA::Packed;
+  EXPECT_NE(refusal(packed, attention_product(ops::Layout::NT)).find("pack_a 'direct'"),
+            std::string::npos);
+  schedule::MicroKernelSchedule too_big = s;
+  too_big.mr = 4;
+  too_big.nr = 4;  // 16 accumulators + 5: more than AVX2's 16 registers
+  too_big.mc = 4;
+  too_big.nc = 4;
+  EXPECT_NE(refusal(too_big, attention_product(ops::Layout::NT)).find("vector registers"),
+            std::string::npos);
+  // JSON: "vector_axis" written only for k, read back equal; its digest differs from the
+  // outer-product schedule's, whose digest (and JSON) are those of schedules before it.
+  const std::string text = schedule::to_json_text(s);
+  EXPECT_NE(text.find("\"vector_axis\":\"k\""), std::string::npos) << text;
+  EXPECT_EQ(schedule::schedule_from_json_text(text), s);
+  schedule::MicroKernelSchedule outer;
+  EXPECT_EQ(schedule::to_json_text(outer).find("vector_axis"), std::string::npos);
+  schedule::MicroKernelSchedule outer_k = outer;
+  outer_k.vector_axis = schedule::Axis::K;
+  EXPECT_NE(outer_k.digest(), outer.digest());
+  EXPECT_THROW(schedule::schedule_from_json_text(text.substr(0, text.size() - 1) +
+                                                 ",\"vector_axis\":\"m\"}"),
+               Error);
+}
+
+TEST(Attention, ScoresQKtAsDotProductsMatchReference) {
+  te::Operator op = attention_product(ops::Layout::NT);
+  for (schedule::Isa isa : isas()) {
+    std::mt19937_64 rng(41 + static_cast<int>(isa));
+    std::vector<schedule::MicroKernelSchedule> schedules;
+    while (static_cast<int>(schedules.size()) < kSchedules) {
+      schedule::MicroKernelSchedule s = schedule::random_schedule(rng, isa, op);
+      if (s.vector_axis == schedule::Axis::K) schedules.push_back(s);
+    }
+    expect_matches_reference(op, schedules, rng);
+  }
 }
 
 }  // namespace

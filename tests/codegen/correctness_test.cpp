@@ -13,6 +13,7 @@
 #include "reference/check.h"
 #include "runtime/thread_pool.h"
 #include "schedule/random_schedule.h"
+#include "support/int_math.h"
 
 using namespace dietcode;
 
@@ -152,6 +153,56 @@ TEST(GeneratedCode, KStreamsMatchReferenceForEveryKBlock) {
           }
   }
   EXPECT_EQ(checked, 6 * 5 * 4 * 2 * 2 * 2);
+}
+
+// Tiles of dot products (vector_axis k): every MR x NR the registers hold, on a product
+// whose epilogue reads a per-row scale and a residual, with k blocks that split K and a K
+// that ends inside a vector (masked last step), unrolled 1, 3 and 8 times (1 to 8
+// copies of the accumulators). A and B are read in place: the lowered loops pack nothing.
+TEST(GeneratedCode, DotProductTilesMatchReferenceForEveryTile) {
+  const schedule::Isa isa = codegen::host_target().isa;
+  const schedule::VectorIsa& vec = schedule::vector_isa(isa);
+  te::Operator op = batched_epilogue_case();  // K = 18: two whole vectors of 8 and a rest
+  std::mt19937_64 rng(11);
+  std::vector<reference::CheckCase> cases;
+  for (int64_t m : {1, 2, 5, 7, 64, 129}) cases.push_back(reference::make_check_case(op, {m}, rng));
+  int tiles = 0;
+  for (int64_t nr = 1; nr <= 8; ++nr)
+    for (int64_t mr = 1; mr <= 4; ++mr) {
+      if (schedule::dot_tile_registers(mr, nr) > vec.registers) continue;
+      ++tiles;
+      schedule::MicroKernelSchedule s;
+      s.isa = isa;
+      s.vector_axis = schedule::Axis::K;
+      s.mr = mr;
+      s.nr = nr;
+      s.kc = (mr + nr) % 2 ? 18 : 7;
+      s.mc = mr * 2;
+      s.nc = nr * 3;
+      s.unroll_k = std::vector<int64_t>{1, 3, 8}[(mr * nr) % 3];
+      s.parallel = (mr + nr) % 3 ? schedule::ParallelAxis::Batch : schedule::ParallelAxis::None;
+      s.pack_a = schedule::PackA::Direct;
+      s.pack_b = schedule::PackB::Direct;
+      runtime::Kernel kernel = runtime::Kernel::compile(op, s);
+      const std::string loops = kernel.loop_ir();
+      EXPECT_NE(loops.find("dot products"), std::string::npos) << loops;
+      EXPECT_EQ(kernel.scratch_bytes(), 0) << "a dot-product tile packs nothing";
+      for (const reference::CheckCase& c : cases)
+        ASSERT_LE(reference::run_check_case(kernel, c), kTolerance)
+            << "M=" << c.shape[0] << " schedule=" << schedule::to_json_text(s);
+    }
+  EXPECT_GE(tiles, 20);
+  // An outer-product tile packs its A block (mc x kc) and B block (nc x kc), each 64-byte
+  // aligned in the scratch.
+  schedule::MicroKernelSchedule packed;
+  packed.isa = isa;
+  packed.mr = 2;
+  packed.nr = vec.width;
+  packed.kc = 18;
+  packed.mc = 4;
+  packed.nc = vec.width;
+  EXPECT_EQ(runtime::Kernel::compile(op, packed).scratch_bytes(),
+            round_up(4 * 4 * 18, 64) + round_up(4 * vec.width * 18, 64));
 }
 
 schedule::MicroKernelSchedule parallel_schedule() {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <random>
 #include <set>
 
@@ -219,6 +220,40 @@ TEST(Seeds, LongProductsAlsoGetDeepKBlocksWithAReadInPlace) {
   SearchSpace short_k(out, schedule::Isa::Avx2, 1, range(1, 128), SpaceKind::ShapeGeneric);
   for (const schedule::MicroKernelSchedule& s : short_k.seeds_for_shapes())
     EXPECT_EQ(s.pack_a, schedule::PackA::Packed) << schedule::to_json_text(s);
+}
+
+TEST(Seeds, ShortScoresGetDotProductTilesFirst) {
+  // Q K^T at T <= kDotFirstColumns: the first seed of a shape is a tile of dot products
+  // that pads neither rows nor columns of a 1x1, 2x2 or 3x3 product; from
+  // kDotSeedColumns on, a shape gets none. A dense layer whose N is wide gets none either.
+  te::ShapeVar t = te::shape_var("T", 1, 128);
+  te::Operator qk = ops::batch_matmul({t}, 12, t.var, t.var, 64, ops::Layout::NT);
+  SearchSpace space(qk, schedule::Isa::Avx2, 1, range(1, 128), SpaceKind::ShapeGeneric);
+  std::map<int64_t, const schedule::MicroKernelSchedule*> first;
+  std::set<int64_t> dot_shapes;
+  std::vector<SearchSpace::RuleSeed> seeds = space.rule_seeds();
+  for (const SearchSpace::RuleSeed& r : seeds) {
+    const int64_t n = space.extents()[r.shape].n;
+    first.emplace(n, &r.schedule);
+    if (r.schedule.vector_axis != schedule::Axis::K) continue;
+    dot_shapes.insert(n);
+    EXPECT_NO_THROW(schedule::bind(r.schedule, qk));
+    EXPECT_EQ(r.schedule.kc, 64);
+  }
+  // (A shape whose seeds all repeat earlier shapes' lists none.)
+  for (int64_t n = 1; n <= SearchSpace::kDotFirstColumns; ++n)
+    if (first.count(n)) EXPECT_EQ(first[n]->vector_axis, schedule::Axis::K) << "T=" << n;
+  for (int64_t n = 1; n <= 3; ++n) {
+    ASSERT_TRUE(first.count(n)) << "T=" << n;
+    EXPECT_EQ(first[n]->mr, n);
+    EXPECT_EQ(first[n]->nr, n);
+  }
+  ASSERT_FALSE(dot_shapes.empty());
+  EXPECT_LE(*dot_shapes.rbegin(), SearchSpace::kDotSeedColumns);
+  te::Operator qkv = ops::dense(1, 128, 2304, 768);
+  SearchSpace dense(qkv, schedule::Isa::Avx2, 1, range(1, 128), SpaceKind::ShapeGeneric);
+  for (const schedule::MicroKernelSchedule& s : dense.seeds_for_shapes())
+    EXPECT_EQ(s.vector_axis, schedule::Axis::N) << schedule::to_json_text(s);
 }
 
 TEST(Seeds, SmallShapesFirst) {

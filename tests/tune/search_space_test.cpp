@@ -1,14 +1,16 @@
 // The search spaces: every sample and mutation is valid; the shape-generic space is
 // not tied to divisors; the divisor space is.
+#include "tune/search_space.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "codegen/llvm/target.h"
+#include "ops/batch_matmul.h"
 #include "ops/dense.h"
 #include "test_support.h"
 #include "tune/search.h"
-#include "tune/search_space.h"
 
 namespace dietcode::tune {
 namespace {
@@ -74,11 +76,30 @@ TEST(SearchSpace, DivisorSpaceDividesTheShape) {
   }
 }
 
+TEST(SearchSpace, DivisorSpaceKeepsDotProductTilesDividingN) {
+  // Dot-product tiles (any count of columns) are in the divisor space only where their
+  // columns divide N: Q K^T at T = 24 draws 1, 2, 3, 4, 6 and 8 columns, never 5 or 7.
+  te::ShapeVar t = te::shape_var("T", 1, 128);
+  te::Operator qk = ops::batch_matmul({t}, 12, t.var, t.var, 64, ops::Layout::NT);
+  SearchSpace space(qk, schedule::Isa::Avx2, 1, {{24}}, SpaceKind::Divisors);
+  std::mt19937_64 rng(3);
+  std::set<int64_t> columns;
+  for (int i = 0; i < 2000; ++i) {
+    schedule::MicroKernelSchedule s = space.sample(rng);
+    if (s.vector_axis != schedule::Axis::K) continue;
+    EXPECT_EQ(24 % s.nr, 0) << schedule::to_json_text(s);
+    EXPECT_EQ(24 % s.nc, 0) << schedule::to_json_text(s);
+    columns.insert(s.nr);
+  }
+  EXPECT_GE(columns.size(), 4u);
+}
+
 TEST(SearchSpace, NoValidMicroKernelIsAClearError) {
   // batch_matmul with a changing B cannot pre-pack; N = 1 still admits a tile, so use an
   // operator whose K is fine but ask for an ISA the validator rejects.
   te::Operator op = ops::dense(1, 8, 64, 64);
-  EXPECT_USER_ERROR(SearchSpace(op, schedule::Isa::Avx2, 1, {}, SpaceKind::ShapeGeneric), "no shapes");
+  EXPECT_USER_ERROR(SearchSpace(op, schedule::Isa::Avx2, 1, {}, SpaceKind::ShapeGeneric),
+                    "no shapes");
 }
 
 TEST(Search, ProposesNewValidCandidates) {

@@ -81,6 +81,8 @@ class FunctionEmitter {
 
 // Emits the register-tiled micro-kernel (micro_kernel_emitter.cpp).
 void emit_micro_kernel(FunctionEmitter& fe, const ir::MicroKernelNode& mk);
+// Emits a micro-kernel of dot products (MicroKernelNode::dot; dot_kernel_emitter.cpp).
+void emit_dot_micro_kernel(FunctionEmitter& fe, const ir::MicroKernelNode& mk);
 // Emits a pack stage whose source is contiguous along k as 8x8 in-register transposes
 // (pack_emitter.cpp); insert_packing leaves such stages to code generation.
 void emit_transposing_pack(FunctionEmitter& fe, const ir::PackStageNode& p);

@@ -33,6 +33,7 @@ using Tile = std::vector<std::vector<llvm::Value*>>;  // [row][vector]
 }  // namespace
 
 void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
+  if (mk.dot) return emit_dot_micro_kernel(fe, mk);
   llvm::IRBuilder<>& b = fe.builder();
   llvm::LLVMContext& ctx = b.getContext();
   llvm::Function* fn = b.GetInsertBlock()->getParent();
