@@ -161,16 +161,51 @@ void emit_dot_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
     }
   }
 
-  // Sums across the copies, then across the lanes.
+  // Sums across the copies, then across the lanes: each group of four accumulators of a
+  // row (a zero vector filling a short group) goes through two levels of pairwise adds
+  // within 128-bit blocks (the horizontal add of x86), which leaves block l holding the
+  // four accumulators' sums over their lanes in block l; the blocks are then added. About
+  // 2.5 instructions per sum for a row of 4 or 8, against 6 for one accumulator alone.
   std::vector<llvm::Value*> sum(N_ACC);
   for (int64_t x = 0; x < N_ACC; ++x) {
-    llvm::Value* v = acc[0][x];
-    for (int64_t c = 1; c < copies; ++c) v = b.CreateFAdd(v, acc[c][x]);
+    sum[x] = acc[0][x];
+    for (int64_t c = 1; c < copies; ++c) sum[x] = b.CreateFAdd(sum[x], acc[c][x]);
+  }
+  auto pairwise = [&](llvm::Value* p, llvm::Value* q) {
+    std::vector<int> even, odd;  // within each block of 4: p0+p1, p2+p3, q0+q1, q2+q3
+    for (unsigned blk = 0; blk < W; blk += 4)
+      for (unsigned src : {0u, W}) {
+        for (unsigned l : {0u, 2u}) {
+          even.push_back(int(src + blk + l));
+          odd.push_back(int(src + blk + l + 1));
+        }
+      }
+    return b.CreateFAdd(b.CreateShuffleVector(p, q, even), b.CreateShuffleVector(p, q, odd));
+  };
+  auto block = [&](llvm::Value* v, unsigned blk) {
+    return b.CreateShuffleVector(
+        v, std::vector<int>{int(4 * blk), int(4 * blk + 1), int(4 * blk + 2), int(4 * blk + 3)});
+  };
+  if (W >= 4 && W % 4 == 0) {
+    llvm::Value* zero = llvm::Constant::getNullValue(vt);
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t j0 = 0; j0 < NR; j0 += 4) {
+        llvm::Value* g[4];
+        for (int64_t j = 0; j < 4; ++j) g[j] = j0 + j < NR ? sum[i * NR + j0 + j] : zero;
+        llvm::Value* h = pairwise(pairwise(g[0], g[1]), pairwise(g[2], g[3]));
+        llvm::Value* four = block(h, 0);
+        for (unsigned blk = 1; blk < W / 4; ++blk) four = b.CreateFAdd(four, block(h, blk));
+        for (int64_t j = 0; j < 4 && j0 + j < NR; ++j)
+          sum[i * NR + j0 + j] = b.CreateExtractElement(four, uint64_t(j));
+      }
+  } else {
     llvm::FastMathFlags reassoc;
     reassoc.setAllowReassoc();
-    llvm::Value* r = b.CreateFAddReduce(llvm::ConstantFP::getNegativeZero(f32), v);
-    llvm::cast<llvm::Instruction>(r)->setFastMathFlags(reassoc);
-    sum[x] = r;
+    for (int64_t x = 0; x < N_ACC; ++x) {
+      llvm::Value* r = b.CreateFAddReduce(llvm::ConstantFP::getNegativeZero(f32), sum[x]);
+      llvm::cast<llvm::Instruction>(r)->setFastMathFlags(reassoc);
+      sum[x] = r;
+    }
   }
 
   // C: every element loaded (past the first k block) before any is stored, since edge
