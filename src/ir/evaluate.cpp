@@ -52,9 +52,25 @@ IntProgram::IntProgram(const Expr& e, const std::vector<Var>& vars) {
     ops_.push_back({x.kind(), 0});
   };
   emit(e, 0);
+  monomial_ = true;
+  for (const Op& op : ops_) {
+    if (op.kind == ExprKind::IntImm) {
+      coefficient_ *= op.value;
+    } else if (op.kind == ExprKind::Var && factor_count_ < kMaxFactors) {
+      factors_[factor_count_++] = static_cast<int>(op.value);
+    } else if (op.kind != ExprKind::Mul) {
+      monomial_ = false;
+      break;
+    }
+  }
 }
 
 int64_t IntProgram::operator()(const int64_t* values) const {
+  if (monomial_) {
+    int64_t product = coefficient_;
+    for (int i = 0; i < factor_count_; ++i) product *= values[factors_[i]];
+    return product;
+  }
   int64_t stack[2 * kMaxDepth + 2];  // each level holds at most two pending values
   int top = 0;
   for (const Op& op : ops_) {

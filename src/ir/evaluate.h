@@ -28,6 +28,13 @@ class IntProgram {
 
  private:
   static constexpr int kMaxDepth = 32;
+  // A product of constants and variables (a buffer's element count, the common case)
+  // evaluates as coefficient x the variables, without the stack machine.
+  static constexpr int kMaxFactors = 8;
+  bool monomial_ = false;
+  int64_t coefficient_ = 1;
+  int factor_count_ = 0;
+  int factors_[kMaxFactors] = {};
   struct Op {
     ExprKind kind;  // IntImm: push value; Var: push values[value]; Select: pop 3, push 1;
     int64_t value;  // any other (binary): pop 2, push 1

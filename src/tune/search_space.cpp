@@ -274,6 +274,7 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     if (used >= 1.0 - kSeedPadding) heights.push_back(mr);
   }
   std::vector<MicroKernelSchedule> out;
+  const bool b_direct = !c_.b.constant && schedule::b_contiguous_along_n(c_);
   // Blocks in L2 (half of it for each packed operand), the parallel axis where the tasks
   // fill the cores, the loop order, packing; kept when valid.
   auto finish = [&](MicroKernelSchedule s) {
@@ -297,10 +298,15 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     s.unroll_k = 4;
     s.pack_a = schedule::PackA::Packed;
     s.pack_b = c_.b.constant ? schedule::PackB::Prepacked : schedule::PackB::PerBlock;
-    if (s.vector_axis == Axis::K) {
+    // Both operands in place where B may be read so (dot products; S V, whose B changes
+    // per call and runs along n): a call copies nothing, and a short K (a short
+    // sequence's S V) is not unrolled past its length.
+    if (s.vector_axis == Axis::K || b_direct) {
       s.pack_a = schedule::PackA::Direct;
       s.pack_b = schedule::PackB::Direct;
     }
+    if (b_direct)
+      while (s.unroll_k > 1 && s.unroll_k > e.k) s.unroll_k /= 2;
     if (valid(s)) out.push_back(s);
   };
   // k-block: the A and B micro-panels (mr + nr floats per k) in L1, split evenly over K.

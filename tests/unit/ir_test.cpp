@@ -57,6 +57,8 @@ TEST(Expr, CompiledIntProgramMatchesEvaluate) {
   std::vector<Expr> exprs{
       Expr(12) * m * 64,
       Expr(12) * m * t,
+      Expr(7),
+      Expr(m) * m * t * 2,
       ceil_div(m, 4) * 4 * (Expr(t) % 3) + 1,
       (Expr(0) - m) / 4 - min(Expr(m), Expr(t)) + max(Expr(m) - 7, Expr(2)),
       select(Expr(m) < Expr(t), Expr(m) * 2, Expr(t) - 5),
