@@ -158,6 +158,13 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
   }
 
   Stmt body = make_micro_kernel(std::move(mk));
+  // Batch loops around the micro-kernel (batch_inner), or outermost (below).
+  auto wrap_batch_loops = [&](Stmt x) {
+    for (size_t i = c.batch_axes.size(); i-- > 0;)
+      x = make_for(c.batch_axes[i], 0, c.batch_extents[i], ForKind::Serial, x);
+    return x;
+  };
+  if (s.batch_inner) body = wrap_batch_loops(body);
   // The innermost tile loop decides which micro-panel stays in L1 across it: the B
   // panel (kc x NR) when m is innermost, the A panel (MR x kc) when n is.
   if (s.inner_tile_loop == schedule::Axis::M) {
@@ -189,9 +196,7 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
     const BlockLoop& loop = axis == schedule::Axis::N ? n : axis == schedule::Axis::K ? k : m;
     body = wrap_block_loop(loop, make_block(std::move(stmts)));
   }
-  for (size_t i = c.batch_axes.size(); i-- > 0;)
-    body = make_for(c.batch_axes[i], 0, c.batch_extents[i], ForKind::Serial, body);
-  nest.body = body;
+  nest.body = s.batch_inner ? body : wrap_batch_loops(body);
   return nest;
 }
 

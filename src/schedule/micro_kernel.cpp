@@ -73,6 +73,7 @@ uint64_t MicroKernelSchedule::digest() const {
     h.add(v);
   if (k_streams != 1) h.add(k_streams);  // absent from the digests of one-stream schedules
   if (vector_axis != Axis::N) h.add(100 + int64_t(vector_axis));  // likewise
+  if (batch_inner) h.add(200);                                    // likewise
   return h.value();
 }
 
@@ -94,6 +95,7 @@ json to_json(const MicroKernelSchedule& s) {
          {"pack_b", to_string(s.pack_b)}};
   if (s.k_streams != 1) j["k_streams"] = s.k_streams;  // optional: 1 when absent
   if (s.vector_axis != Axis::N) j["vector_axis"] = to_string(s.vector_axis);  // optional: n
+  if (s.batch_inner) j["batch_loop"] = "inner";                               // optional: outer
   return j;
 }
 
@@ -145,9 +147,10 @@ ParallelAxis parse_parallel(const std::string& text) {
 MicroKernelSchedule schedule_from_json(const json& j) {
   if (!j.is_object()) user_error("schedule JSON: expected an object, got {}", j.dump());
   static const std::set<std::string> known{
-      "target",   "isa",       "mr",         "nr",       "kc",
-      "mc",       "nc",        "loop_order", "parallel", "inner_tile_loop",
-      "unroll_k", "k_streams", "pack_a",     "pack_b",   "vector_axis"};
+      "target",    "isa",       "mr",         "nr",       "kc",
+      "mc",        "nc",        "loop_order", "parallel", "inner_tile_loop",
+      "unroll_k",  "k_streams", "pack_a",     "pack_b",   "vector_axis",
+      "batch_loop"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) user_error("schedule JSON: unknown field '{}'", it.key());
   MicroKernelSchedule s;
@@ -184,6 +187,12 @@ MicroKernelSchedule schedule_from_json(const json& j) {
     if (axis != "n" && axis != "k")
       user_error("schedule: unknown vector_axis '{}'; expected n or k", axis);
     s.vector_axis = axis == "n" ? Axis::N : Axis::K;
+  }
+  if (j.contains("batch_loop")) {
+    std::string where = string_field(j, "batch_loop");
+    if (where != "outer" && where != "inner")
+      user_error("schedule: unknown batch_loop '{}'; expected outer or inner", where);
+    s.batch_inner = where == "inner";
   }
   std::string pa = string_field(j, "pack_a"), pb = string_field(j, "pack_b");
   if (pa != "packed" && pa != "direct")
@@ -273,6 +282,15 @@ void validate(const MicroKernelSchedule& s) {
     user_error("schedule: loop_order must name each of m, n, k exactly once");
   if (s.inner_tile_loop == Axis::K)
     user_error("schedule: inner_tile_loop 'k' is the reduction; expected m or n");
+  if (s.batch_inner && (s.pack_a != PackA::Direct || s.pack_b == PackB::PerBlock))
+    user_error(
+        "schedule: batch_loop 'inner' puts the batch loops inside the block loops, where no "
+        "operand can be packed per block: it needs pack_a 'direct' and pack_b 'direct' or "
+        "'prepacked'");
+  if (s.batch_inner && s.parallel == ParallelAxis::Batch)
+    user_error(
+        "schedule: batch_loop 'inner' with parallel 'batch' would run a parallel loop "
+        "per tile; parallelize m, n or none");
 }
 
 MaxExtents max_extents(const ops::Contraction& c, const te::Operator& op) {
@@ -334,6 +352,8 @@ BoundSchedule bind(const MicroKernelSchedule& s, const te::Operator& op,
                round_up(ext.n, s.nr));
   if (s.kc > ext.k)
     user_error("schedule: kc = {} is larger than any allowed K (at most {})", s.kc, ext.k);
+  if (s.batch_inner && c.batch_axes.empty())
+    user_error("schedule: batch_loop 'inner' but operator {} has no batch axis", op.name);
   if (s.parallel == ParallelAxis::Batch && c.batch_axes.empty())
     user_error("schedule: parallel axis 'batch' but operator {} has no batch axis", op.name);
   if (s.pack_a == PackA::Direct) {

@@ -83,6 +83,13 @@ struct MicroKernelSchedule {
   // N: outer products, nr a multiple of the vector width. K: dot products, nr any count of
   // columns, A and B read in place (pack_a and pack_b direct, k_streams 1).
   Axis vector_axis = Axis::N;
+  // The batch loops (heads of attention's products) directly around the micro-kernel,
+  // inside the tile loops, instead of outermost: the block and tile loops, row pointers
+  // and edge clamps are then set up once per tile for every head, not once per head, which
+  // is most of a call where a head's product is a few tiles (S V of a short sequence). Needs
+  // no pack inside the loops (pack_a direct, pack_b direct or prepacked) and a parallel axis
+  // other than batch.
+  bool batch_inner = false;
 
   bool operator==(const MicroKernelSchedule&) const = default;
   // A stable 64-bit digest of the fields (FNV-1a over them in declaration order): the

@@ -12,7 +12,6 @@ namespace dietcode::schedule {
 
 // Draws until a schedule passes validate(s, op); throws dietcode::Error if the
 // operator admits none (e.g. an N smaller than anything the ISA can tile).
-MicroKernelSchedule random_schedule(std::mt19937_64& rng, Isa isa,
-                                    const te::Operator& op);
+MicroKernelSchedule random_schedule(std::mt19937_64& rng, Isa isa, const te::Operator& op);
 
 }  // namespace dietcode::schedule

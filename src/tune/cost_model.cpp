@@ -74,7 +74,8 @@ const std::vector<std::string>& feature_names() {
                                                  "mc_tiles",
                                                  "nc_tiles",
                                                  "k_remainder",
-                                                 "dot_products"};
+                                                 "dot_products",
+                                                 "batch_inner"};
   return names;
 }
 
@@ -160,6 +161,7 @@ std::vector<float> micro_kernel_features(const schedule::MicroKernelSchedule& s,
       float(double(s.nc) / double(s.nr)),
       float(double(e.k % s.kc) / double(s.kc)),
       dot ? 1.f : 0.f,
+      s.batch_inner ? 1.f : 0.f,
   };
   DC_INTERNAL_CHECK(f.size() == feature_names().size(), "feature count {} != names {}", f.size(),
                     feature_names().size());

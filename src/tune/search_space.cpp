@@ -250,6 +250,14 @@ MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
       s.pack_b = schedule::PackB::Direct;
       s.k_streams = 1;
     }
+    // Heads innermost now and then in a batched product (valid where nothing is packed per
+    // block).
+    if (!c_.batch_axes.empty() && chance(rng, 0.25)) {
+      s.batch_inner = true;
+      s.pack_a = schedule::PackA::Direct;
+      if (s.parallel == ParallelAxis::Batch)
+        s.parallel = threads_ == 1 ? ParallelAxis::None : ParallelAxis::M;
+    }
     if (valid(s)) return s;
   }
   // Report why with a representative schedule.
@@ -307,7 +315,16 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     }
     if (b_direct)
       while (s.unroll_k > 1 && s.unroll_k > e.k) s.unroll_k /= 2;
-    if (valid(s)) out.push_back(s);
+    if (!valid(s)) return;
+    out.push_back(s);
+    // A head of a few tiles (a short sequence's S V or scores) also with the heads
+    // innermost: the block loops and row pointers are then set up once for all heads.
+    if (!c_.batch_axes.empty() && s.pack_a == schedule::PackA::Direct &&
+        s.pack_b == schedule::PackB::Direct && e.m * e.n * e.k <= kFewTilesPerHead) {
+      s.batch_inner = true;
+      if (s.parallel == ParallelAxis::Batch) s.parallel = ParallelAxis::M;
+      if (valid(s)) out.push_back(s);
+    }
   };
   // k-block: the A and B micro-panels (mr + nr floats per k) in L1, split evenly over K.
   auto l1_kc = [&](const MicroKernelSchedule& s) {
@@ -496,7 +513,7 @@ std::optional<MicroKernelSchedule> SearchSpace::mutate(std::mt19937_64& rng,
     } else {
       MicroKernelSchedule knobs = s;
       sample_knobs(rng, knobs);
-      switch (std::uniform_int_distribution<int>(0, 5)(rng)) {
+      switch (std::uniform_int_distribution<int>(0, c_.batch_axes.empty() ? 5 : 6)(rng)) {
         case 0:
           s.loop_order = knobs.loop_order;
           break;
@@ -512,6 +529,9 @@ std::optional<MicroKernelSchedule> SearchSpace::mutate(std::mt19937_64& rng,
           break;
         case 4:
           s.k_streams = sample_k_streams(rng, s.unroll_k);
+          break;
+        case 6:
+          s.batch_inner = !s.batch_inner;
           break;
         default:
           s.pack_a = knobs.pack_a;

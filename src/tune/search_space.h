@@ -46,7 +46,8 @@ class SearchSpace {
   // each walking four ranges of k at once (k_streams), the tallest also with one; for K
   // from kDeepK on the tallest also with k blocks of about kDeepK and A read in place; where A
   // and B both run along k and N is at most kDotSeedColumns, a tile of dot products. A B
-  // that changes per call with rows along n (S V) is read in place, and A with it. Every
+  // that changes per call with rows along n (S V) is read in place, and A with it; such a
+  // seed of at most kFewTilesPerHead multiply-adds per head also with the heads innermost. Every
   // seed is valid (schedule::bind);
   // deduplicated; ordered so that a prefix spreads over the shapes (each shape's best seed first;
   // shapes in geometric order, then from the ends inward).
@@ -70,6 +71,9 @@ class SearchSpace {
   // kDotFirstColumns.
   static constexpr int64_t kDotSeedColumns = 16;
   static constexpr int64_t kDotFirstColumns = 8;
+  // Multiply-adds per head up to which a batched product's seeds in place also come with
+  // the heads innermost (S V at T <= 16: 16 x 64 x 16).
+  static constexpr int64_t kFewTilesPerHead = 16 * 64 * 16;
 
   const ShapeExtents& extents() const { return extents_; }
   const te::Operator& op() const { return op_; }

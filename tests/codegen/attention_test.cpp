@@ -175,4 +175,29 @@ TEST(Attention, ScoresQKtAsDotProductsMatchReference) {
   }
 }
 
+// Heads innermost (batch_loop 'inner'): S V with B in place and Q K^T as dot products,
+// every random tile of each, parallel over none, m or n.
+TEST(Attention, HeadsInnermostMatchReference) {
+  for (ops::Layout layout : {ops::Layout::NN, ops::Layout::NT}) {
+    te::Operator op = attention_product(layout);
+    for (schedule::Isa isa : isas()) {
+      std::mt19937_64 rng(51 + static_cast<int>(isa) + 7 * static_cast<int>(layout));
+      std::vector<schedule::MicroKernelSchedule> schedules;
+      const schedule::ParallelAxis parallel[] = {
+          schedule::ParallelAxis::None, schedule::ParallelAxis::M, schedule::ParallelAxis::N};
+      while (static_cast<int>(schedules.size()) < kSchedules / 2) {
+        schedule::MicroKernelSchedule s = schedule::random_schedule(rng, isa, op);
+        if (layout == ops::Layout::NT && s.vector_axis != schedule::Axis::K) continue;
+        s.batch_inner = true;
+        s.pack_a = schedule::PackA::Direct;
+        s.pack_b = schedule::PackB::Direct;
+        s.parallel = parallel[schedules.size() % 3];
+        ASSERT_NO_THROW(schedule::bind(s, op)) << schedule::to_json_text(s);
+        schedules.push_back(s);
+      }
+      expect_matches_reference(op, schedules, rng);
+    }
+  }
+}
+
 }  // namespace

@@ -242,7 +242,9 @@ TEST(Seeds, ShortScoresGetDotProductTilesFirst) {
   }
   // (A shape whose seeds all repeat earlier shapes' lists none.)
   for (int64_t n = 1; n <= SearchSpace::kDotFirstColumns; ++n)
-    if (first.count(n)) EXPECT_EQ(first[n]->vector_axis, schedule::Axis::K) << "T=" << n;
+    if (first.count(n)) {
+      EXPECT_EQ(first[n]->vector_axis, schedule::Axis::K) << "T=" << n;
+    }
   for (int64_t n = 1; n <= 3; ++n) {
     ASSERT_TRUE(first.count(n)) << "T=" << n;
     EXPECT_EQ(first[n]->mr, n);

@@ -116,6 +116,47 @@ TEST(Lower, BatchLoopsAroundTheParallelLoopAreFusedIntoIt) {
   EXPECT_EQ(serial_k.as<ir::ForNode>()->for_kind, ir::ForKind::Serial);
 }
 
+TEST(Lower, BatchLoopInnerSitsDirectlyAroundTheMicroKernel) {
+  // batch_loop 'inner': the head loop is the micro-kernel's parent, inside the tile loops;
+  // nothing else is in it. Refused where an operand is packed per block or the heads are
+  // the parallel axis, and for an operator without a batch axis.
+  te::ShapeVar t = te::shape_var("T", 1, 128);
+  te::Operator op = ops::batch_matmul({t}, 12, t.var, 64, t.var, ops::Layout::NN);
+  schedule::MicroKernelSchedule s =
+      dietcode::testing::make_schedule(schedule::Isa::Avx2, 2, 32, 64, 32, 64);
+  s.pack_a = schedule::PackA::Direct;
+  s.pack_b = schedule::PackB::Direct;
+  s.parallel = schedule::ParallelAxis::N;
+  s.batch_inner = true;
+  const ir::Stmt body = lower::lower(schedule::bind(s, op)).compute.body;
+  int batch_loops = 0;
+  ir::visit_stmts(body, [&](const ir::Stmt& x) {
+    const auto* f = x.as<ir::ForNode>();
+    if (!f || f->var.name() != "b") return;
+    ++batch_loops;
+    EXPECT_EQ(f->for_kind, ir::ForKind::Serial);
+    EXPECT_NE(f->body.as<ir::MicroKernelNode>(), nullptr) << ir::to_string(x);
+  });
+  EXPECT_EQ(batch_loops, 1) << ir::to_string(body);
+  const auto* top = body.as<ir::ForNode>();
+  ASSERT_NE(top, nullptr);
+  EXPECT_EQ(top->for_kind, ir::ForKind::Parallel) << "the n blocks, not the heads, outermost";
+  EXPECT_EQ(schedule::schedule_from_json_text(schedule::to_json_text(s)), s);
+  EXPECT_NE(schedule::to_json_text(s).find("\"batch_loop\":\"inner\""), std::string::npos);
+
+  schedule::MicroKernelSchedule packed = s;
+  packed.pack_b = schedule::PackB::PerBlock;
+  EXPECT_USER_ERROR(schedule::bind(packed, op), "batch_loop 'inner'");
+  schedule::MicroKernelSchedule heads = s;
+  heads.parallel = schedule::ParallelAxis::Batch;
+  EXPECT_USER_ERROR(schedule::bind(heads, op), "parallel 'batch'");
+  schedule::MicroKernelSchedule dense = schedule_for_dense();
+  dense.pack_a = schedule::PackA::Direct;
+  dense.pack_b = schedule::PackB::Prepacked;
+  dense.batch_inner = true;
+  EXPECT_USER_ERROR(schedule::bind(dense, ops::dense(1, 128, 250, 256)), "no batch axis");
+}
+
 TEST(Lower, PrepackedScheduleProducesAPrepackProgram) {
   schedule::MicroKernelSchedule s = schedule_for_dense();
   s.pack_b = schedule::PackB::Prepacked;
