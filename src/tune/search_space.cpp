@@ -315,16 +315,18 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     }
     if (b_direct)
       while (s.unroll_k > 1 && s.unroll_k > e.k) s.unroll_k /= 2;
+    if (s.vector_axis == Axis::K) s.unroll_k = std::clamp<int64_t>(e.k / vec_.width, 1, 8);
     if (!valid(s)) return;
-    out.push_back(s);
-    // A head of a few tiles (a short sequence's S V or scores) also with the heads
-    // innermost: the block loops and row pointers are then set up once for all heads.
+    // A head of a few tiles (a short sequence's S V or scores) first with the heads
+    // innermost: the block loops and row pointers are then set up once for all heads
+    // (S V at T = 2-8 and Q K^T at T = 1-8, 5-30% faster per call), then as usual.
+    MicroKernelSchedule inner = s;
+    inner.batch_inner = true;
+    if (inner.parallel == ParallelAxis::Batch) inner.parallel = ParallelAxis::M;
     if (!c_.batch_axes.empty() && s.pack_a == schedule::PackA::Direct &&
-        s.pack_b == schedule::PackB::Direct && e.m * e.n * e.k <= kFewTilesPerHead) {
-      s.batch_inner = true;
-      if (s.parallel == ParallelAxis::Batch) s.parallel = ParallelAxis::M;
-      if (valid(s)) out.push_back(s);
-    }
+        s.pack_b == schedule::PackB::Direct && e.m * e.n * e.k <= kFewTilesPerHead && valid(inner))
+      out.push_back(inner);
+    out.push_back(s);
   };
   // k-block: the A and B micro-panels (mr + nr floats per k) in L1, split evenly over K.
   auto l1_kc = [&](const MicroKernelSchedule& s) {
@@ -404,14 +406,9 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
       }
     s.kc = max_.k;  // one k block: C is written once
     const size_t before = out.size();
-    finish(s);
-    if (out.size() > before) {
-      out.back().unroll_k = std::clamp<int64_t>(e.k / vec_.width, 1, 8);
-      if (!valid(out.back()))
-        out.pop_back();
-      else if (e.n <= kDotFirstColumns)
-        std::rotate(out.begin(), out.end() - 1, out.end());
-    }
+    finish(s);  // unroll_k: K's vectors, up to 8 (finish)
+    if (e.n <= kDotFirstColumns)
+      std::rotate(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(before), out.end());
   }
   // One or two rows of a product whose constant B streams from memory (a model's weights
   // at a sequence of one or two): a narrow tile with two accumulators, which the

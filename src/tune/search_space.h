@@ -46,8 +46,9 @@ class SearchSpace {
   // each walking four ranges of k at once (k_streams), the tallest also with one; for K
   // from kDeepK on the tallest also with k blocks of about kDeepK and A read in place; where A
   // and B both run along k and N is at most kDotSeedColumns, a tile of dot products. A B
-  // that changes per call with rows along n (S V) is read in place, and A with it; such a
-  // seed of at most kFewTilesPerHead multiply-adds per head also with the heads innermost. Every
+  // that changes per call with rows along n (S V) is read in place, and A with it; a seed
+  // in place of at most kFewTilesPerHead multiply-adds per head comes first with the heads
+  // innermost, then as usual. Every
   // seed is valid (schedule::bind);
   // deduplicated; ordered so that a prefix spreads over the shapes (each shape's best seed first;
   // shapes in geometric order, then from the ends inward).

@@ -247,6 +247,7 @@ TEST(Seeds, ShortScoresGetDotProductTilesFirst) {
     }
   for (int64_t n = 1; n <= 3; ++n) {
     ASSERT_TRUE(first.count(n)) << "T=" << n;
+    EXPECT_TRUE(first[n]->batch_inner) << "a head of a few tiles: heads innermost first";
     EXPECT_EQ(first[n]->mr, n);
     EXPECT_EQ(first[n]->nr, n);
   }
