@@ -47,7 +47,8 @@ std::vector<size_t> ranked(const std::vector<double>& row) {
 std::vector<FinalistWindow> plan_finalists(const std::vector<std::vector<int64_t>>& declared,
                                            const std::vector<AnySchedule>& candidates,
                                            const std::vector<std::vector<double>>& score,
-                                           const FinalistParams& params) {
+                                           const FinalistParams& params,
+                                           const std::vector<int>& measured_best) {
   std::vector<FinalistWindow> out;
   if (candidates.empty()) return out;
   std::vector<size_t> sample = spread_sample(declared.size(), params.shapes);
@@ -61,6 +62,8 @@ std::vector<FinalistWindow> plan_finalists(const std::vector<std::vector<int64_t
       if (int(w.kernels.size()) < params.max_per_window && in.insert(candidates[k]).second)
         w.kernels.push_back(candidates[k]);
     };
+    if (sample[j] < measured_best.size() && measured_best[sample[j]] >= 0)
+      add(size_t(measured_best[sample[j]]));
     for (int r = 0; r < params.per_shape && size_t(r) < best[j].size(); ++r) add(best[j][r]);
     // The neighbours' winners: where the tree's boundary between them falls is measured.
     if (j > 0) add(best[j - 1][0]);
@@ -68,6 +71,27 @@ std::vector<FinalistWindow> plan_finalists(const std::vector<std::vector<int64_t
     out.push_back(std::move(w));
   }
   return out;
+}
+
+std::vector<int> measured_best(const std::vector<std::vector<int64_t>>& declared,
+                               const std::vector<AnySchedule>& candidates,
+                               const std::vector<TuningRecord>& records) {
+  std::unordered_map<AnySchedule, int, schedule::AnyScheduleHash> index;
+  for (size_t k = 0; k < candidates.size(); ++k) index.emplace(candidates[k], int(k));
+  std::map<std::vector<int64_t>, size_t> shape_index;
+  for (size_t s = 0; s < declared.size(); ++s) shape_index[declared[s]] = s;
+  std::vector<int> best(declared.size(), -1);
+  std::vector<double> fastest(declared.size(), 0.0);
+  for (const TuningRecord& r : records) {
+    if (r.origin == Origin::Final || r.origin == Origin::Crosscheck || !r.ok() || r.gflops <= 0)
+      continue;
+    auto k = index.find(r.schedule);
+    auto s = shape_index.find(r.shape);
+    if (k == index.end() || s == shape_index.end() || r.gflops <= fastest[s->second]) continue;
+    fastest[s->second] = r.gflops;
+    best[s->second] = k->second;
+  }
+  return best;
 }
 
 bool window_done(const FinalistWindow& w, const std::vector<TuningRecord>& records, Origin origin) {

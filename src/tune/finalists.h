@@ -6,7 +6,8 @@
 //
 //   plan_finalists   a sample of the declared shapes (dense at small extents, where
 //                    padding changes fastest; even beyond); on each, the few best
-//                    candidates by measurement-or-model, plus its neighbours' best
+//                    candidates by measurement-or-model and the one measured fastest
+//                    there, plus its neighbours' best
 //                    (so the dispatch tree's boundaries are measured too): a window
 //   Measurer::measure_side_by_side   each window in interleaved rounds, one time window
 //   append as Origin::Final          durable: a killed run resumes without the windows
@@ -46,10 +47,21 @@ struct FinalistWindow {
 };
 
 // `score[shape][kernel]`: the candidates' measured-or-predicted GFLOP/s on `declared`.
+// `measured_best[shape]`: the candidate measured fastest there, or -1 (none measured;
+// empty: unknown): it joins the shape's window first, since the model may predict kernels
+// never measured there above it (S V at T = 3: a kernel measured at 56 GFLOP/s was left out
+// for three predicted higher that the finals measured at 29-38).
 std::vector<FinalistWindow> plan_finalists(const std::vector<std::vector<int64_t>>& declared,
                                            const std::vector<schedule::AnySchedule>& candidates,
                                            const std::vector<std::vector<double>>& score,
-                                           const FinalistParams& params);
+                                           const FinalistParams& params,
+                                           const std::vector<int>& measured_best = {});
+
+// For each declared shape, the index of the candidate whose record there (of the search or
+// its probes, not of the finals) is fastest, or -1.
+std::vector<int> measured_best(const std::vector<std::vector<int64_t>>& declared,
+                               const std::vector<schedule::AnySchedule>& candidates,
+                               const std::vector<TuningRecord>& records);
 
 // Every kernel of the window has a record of `origin` (a final, or a crosscheck) on its
 // shape already.

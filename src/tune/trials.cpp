@@ -195,7 +195,8 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
                                        const std::vector<std::vector<double>>& score,
                                        std::vector<std::string>& notes) {
   std::vector<std::vector<int64_t>> shapes = o.op.declared_shapes();
-  std::vector<FinalistWindow> windows = plan_finalists(shapes, candidates, score, o.finalists);
+  std::vector<FinalistWindow> windows = plan_finalists(
+      shapes, candidates, score, o.finalists, measured_best(shapes, candidates, records.records()));
   if (windows.empty()) return build_module(o, predict, candidates, score, o.max_kernels, notes);
   auto [measured_now, seconds] =
       measure_windows(o, records, measurer, windows, Origin::Final, "finalists");

@@ -68,6 +68,45 @@ TEST(Finalists, EachSampledShapeMeetsItsBestAndItsNeighboursBest) {
   EXPECT_EQ(finalists_of(w).size(), 4u);
 }
 
+TEST(Finalists, TheKernelMeasuredFastestAtAShapeJoinsItsWindow) {
+  // The model predicts kernels 1-3 above kernel 0 on every shape; kernel 0 was measured
+  // fastest at M = 3 (and nowhere else). It joins M = 3's window, first, and no other.
+  std::vector<std::vector<int64_t>> shapes = range(1, 9);
+  std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2), kernel(3), kernel(4)};
+  std::vector<std::vector<double>> score(shapes.size(), {5.0, 10.0, 9.0, 8.0});
+  FinalistParams p;
+  p.shapes = 3;  // M = 1, 3, 9
+  p.per_shape = 3;
+  p.max_per_window = 4;
+  std::vector<TuningRecord> records(3);
+  records[0].schedule = ks[0];
+  records[0].shape = {3};
+  records[0].gflops = 56;
+  records[0].origin = Origin::Joint;
+  records[1].schedule = ks[1];
+  records[1].shape = {3};
+  records[1].gflops = 30;
+  records[1].origin = Origin::Joint;
+  records[2].schedule = ks[2];  // a final is not the search's measurement
+  records[2].shape = {9};
+  records[2].gflops = 99;
+  records[2].origin = Origin::Final;
+  std::vector<int> best = measured_best(shapes, ks, records);
+  EXPECT_EQ(best[2], 0);
+  EXPECT_EQ(best[0], -1);
+  EXPECT_EQ(best[8], -1);
+  std::vector<FinalistWindow> w = plan_finalists(shapes, ks, score, p, best);
+  ASSERT_EQ(w.size(), 3u);
+  ASSERT_EQ(w[1].shape, std::vector<int64_t>{3});
+  ASSERT_FALSE(w[1].kernels.empty());
+  EXPECT_EQ(w[1].kernels[0], ks[0]);
+  for (size_t j : {size_t{0}, size_t{2}})
+    for (const schedule::AnySchedule& k : w[j].kernels) EXPECT_NE(k, ks[0]);
+  // Without the measurements, the model's three favourites fill M = 3's window.
+  std::vector<FinalistWindow> by_model = plan_finalists(shapes, ks, score, p);
+  for (const schedule::AnySchedule& k : by_model[1].kernels) EXPECT_NE(k, ks[0]);
+}
+
 TEST(Finalists, SamplesSmallShapesDenselyAndLargeOnesEvenly) {
   // The main job's 128 sequence lengths with the default 16: geometric 1, 2, 3, 4, 5, 6,
   // 7, 10, 13, 18, 25, 35, 49, 67, 93, 128 (each past the last) and evenly 1, 43, 86, 128.
