@@ -34,6 +34,19 @@ class ScratchStack {
     sizes_.reserve(16);
   }
 
+  // A chunk of at least 1 MiB and `bytes`; aborts with a message if memory runs out.
+  static Chunk new_chunk(size_t bytes) {
+    Chunk c;
+    c.size = std::max<size_t>(bytes, size_t{1} << 20);
+    c.memory.reset(static_cast<char*>(std::aligned_alloc(64, c.size)));
+    if (!c.memory) {
+      std::fprintf(stderr, "dietcode: out of memory allocating %zu bytes of packing scratch\n",
+                   bytes);
+      std::abort();
+    }
+    return c;
+  }
+
   void* push(size_t bytes) {
     bytes = dietcode::round_up(bytes, 64);
     if (bytes == 0) bytes = 64;
@@ -46,17 +59,7 @@ class ScratchStack {
       }
       ++top_;
     }
-    if (top_ == chunks_.size()) {
-      Chunk c;
-      c.size = std::max<size_t>(bytes, size_t{1} << 20);
-      c.memory.reset(static_cast<char*>(std::aligned_alloc(64, c.size)));
-      if (!c.memory) {
-        std::fprintf(stderr, "dietcode: out of memory allocating %zu bytes of packing scratch\n",
-                     bytes);
-        std::abort();
-      }
-      chunks_.push_back(std::move(c));
-    }
+    if (top_ == chunks_.size()) chunks_.push_back(new_chunk(bytes));
     Chunk& c = chunks_[top_];
     void* p = c.memory.get() + c.used;
     c.used += bytes;
@@ -72,15 +75,7 @@ class ScratchStack {
     if (!chunks_.empty() && chunks_.front().size >= bytes) return;
     chunks_.clear();
     top_ = 0;
-    Chunk c;
-    c.size = std::max<size_t>(bytes, size_t{1} << 20);
-    c.memory.reset(static_cast<char*>(std::aligned_alloc(64, c.size)));
-    if (!c.memory) {
-      std::fprintf(stderr, "dietcode: out of memory reserving %zu bytes of packing scratch\n",
-                   bytes);
-      std::abort();
-    }
-    chunks_.push_back(std::move(c));
+    chunks_.push_back(new_chunk(bytes));
   }
 
   void pop() {

@@ -322,7 +322,15 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     // (S V at T = 2-8 and Q K^T at T = 1-8, 5-30% faster per call), then as usual.
     MicroKernelSchedule inner = s;
     inner.batch_inner = true;
-    if (inner.parallel == ParallelAxis::Batch) inner.parallel = ParallelAxis::M;
+    if (inner.parallel == ParallelAxis::Batch) {  // the heads are no longer the tasks
+      if (ceil_div(e.m, s.mr) >= threads_) {
+        inner.parallel = ParallelAxis::M;
+        inner.mc = std::min(mc_cap, round_up(ceil_div(e.m, threads_), s.mr));
+      } else {
+        inner.parallel = ParallelAxis::N;
+        inner.nc = std::min(nc_cap, round_up(ceil_div(e.n, threads_), s.nr));
+      }
+    }
     if (!c_.batch_axes.empty() && s.pack_a == schedule::PackA::Direct &&
         s.pack_b == schedule::PackB::Direct && e.m * e.n * e.k <= kFewTilesPerHead && valid(inner))
       out.push_back(inner);

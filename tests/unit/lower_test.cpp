@@ -85,15 +85,29 @@ TEST(Lower, PanelsPackedInsideTheParallelLoopAreAllocatedPerTask) {
   EXPECT_TRUE(a_inside_parallel);
 }
 
-TEST(Lower, BatchLoopsAroundTheParallelLoopAreFusedIntoIt) {
-  // S V of attention: 12 heads of T x T times T x 64. Parallel over M's blocks alone, a
-  // short T (one block) would make 12 parallel loops of one task each.
-  te::ShapeVar t = te::shape_var("T", 1, 128);
-  te::Operator op = ops::batch_matmul({t}, 12, t.var, 64, t.var, ops::Layout::NN);
+// S V of attention: 12 heads of T x T times T x 64, and a 2 x 32 tile reading both
+// operands in place.
+static const std::pair<te::ShapeVar, te::Operator>& attention_context() {
+  static const std::pair<te::ShapeVar, te::Operator> c = [] {
+    te::ShapeVar t = te::shape_var("T", 1, 128);
+    return std::make_pair(t, ops::batch_matmul({t}, 12, t.var, 64, t.var, ops::Layout::NN));
+  }();
+  return c;
+}
+
+static schedule::MicroKernelSchedule in_place_schedule() {
   schedule::MicroKernelSchedule s =
       dietcode::testing::make_schedule(schedule::Isa::Avx2, 2, 32, 64, 32, 64);
   s.pack_a = schedule::PackA::Direct;
   s.pack_b = schedule::PackB::Direct;
+  return s;
+}
+
+TEST(Lower, BatchLoopsAroundTheParallelLoopAreFusedIntoIt) {
+  // Parallel over M's blocks alone, a short T (one block) would make 12 parallel loops of
+  // one task each.
+  const auto& [t, op] = attention_context();
+  schedule::MicroKernelSchedule s = in_place_schedule();
   s.parallel = schedule::ParallelAxis::M;
   s.loop_order = {schedule::Axis::M, schedule::Axis::K, schedule::Axis::N};
   const ir::Stmt body = lower::lower(schedule::bind(s, op)).compute.body;
@@ -120,12 +134,8 @@ TEST(Lower, BatchLoopInnerSitsDirectlyAroundTheMicroKernel) {
   // batch_loop 'inner': the head loop is the micro-kernel's parent, inside the tile loops;
   // nothing else is in it. Refused where an operand is packed per block or the heads are
   // the parallel axis, and for an operator without a batch axis.
-  te::ShapeVar t = te::shape_var("T", 1, 128);
-  te::Operator op = ops::batch_matmul({t}, 12, t.var, 64, t.var, ops::Layout::NN);
-  schedule::MicroKernelSchedule s =
-      dietcode::testing::make_schedule(schedule::Isa::Avx2, 2, 32, 64, 32, 64);
-  s.pack_a = schedule::PackA::Direct;
-  s.pack_b = schedule::PackB::Direct;
+  const te::Operator& op = attention_context().second;
+  schedule::MicroKernelSchedule s = in_place_schedule();
   s.parallel = schedule::ParallelAxis::N;
   s.batch_inner = true;
   const ir::Stmt body = lower::lower(schedule::bind(s, op)).compute.body;

@@ -79,6 +79,17 @@ class FunctionEmitter {
   std::unordered_map<const ir::BufferNode*, llvm::Value*> buffers_;
 };
 
+// What both forms of the micro-kernel start from (micro_kernel_emitter.cpp): the tile's
+// valid rows and columns, its k extent, each operand's first element and strides (B's row
+// stride steps between its columns in the dot-product form), C's, and the k-block flags.
+struct MicroKernelOperands {
+  llvm::Value *m_valid, *n_valid, *k_extent;
+  llvm::Value *a_base, *a_row_stride, *a_k_stride;
+  llvm::Value *b_base, *b_row_stride, *b_k_stride;
+  llvm::Value *c_base, *ldc, *first, *last;
+};
+MicroKernelOperands emit_micro_kernel_operands(FunctionEmitter& fe, const ir::MicroKernelNode& mk);
+
 // Emits the register-tiled micro-kernel (micro_kernel_emitter.cpp).
 void emit_micro_kernel(FunctionEmitter& fe, const ir::MicroKernelNode& mk);
 // Emits a micro-kernel of dot products (MicroKernelNode::dot; dot_kernel_emitter.cpp).

@@ -37,17 +37,11 @@ void emit_dot_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   auto imm = [&](int64_t v) { return b.getInt64(v); };
   const llvm::Align elem_align(4);
 
-  llvm::Value* m_valid = fe.emit(mk.m_valid);
-  llvm::Value* n_valid = fe.emit(mk.n_valid);
-  llvm::Value* k_extent = fe.emit(mk.k_extent);
-  llvm::Value* a_base = fe.element_ptr(mk.a.buffer, fe.emit(mk.a.offset));
-  llvm::Value* a_row_stride = fe.emit(mk.a.row_stride);
-  llvm::Value* b_base = fe.element_ptr(mk.b.buffer, fe.emit(mk.b.offset));
-  llvm::Value* b_col_stride = fe.emit(mk.b.row_stride);
-  llvm::Value* c_base = fe.element_ptr(mk.c, fe.emit(mk.c_offset));
-  llvm::Value* ldc = fe.emit(mk.c_row_stride);
-  llvm::Value* first = fe.emit(mk.first_k_block);
-  llvm::Value* last = fe.emit(mk.last_k_block);
+  const MicroKernelOperands ops = emit_micro_kernel_operands(fe, mk);
+  llvm::Value *m_valid = ops.m_valid, *n_valid = ops.n_valid, *k_extent = ops.k_extent;
+  llvm::Value *a_base = ops.a_base, *a_row_stride = ops.a_row_stride;
+  llvm::Value *b_base = ops.b_base, *b_col_stride = ops.b_row_stride;
+  llvm::Value *c_base = ops.c_base, *ldc = ops.ldc, *first = ops.first, *last = ops.last;
 
   // Row i and column j of the tile, clamped to the last valid one.
   auto clamped = [&](int64_t i, llvm::Value* valid) {

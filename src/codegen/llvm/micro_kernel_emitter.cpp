@@ -32,6 +32,24 @@ using Tile = std::vector<std::vector<llvm::Value*>>;  // [row][vector]
 
 }  // namespace
 
+MicroKernelOperands emit_micro_kernel_operands(FunctionEmitter& fe, const MicroKernelNode& mk) {
+  MicroKernelOperands o;
+  o.m_valid = fe.emit(mk.m_valid);
+  o.n_valid = fe.emit(mk.n_valid);
+  o.k_extent = fe.emit(mk.k_extent);
+  o.a_base = fe.element_ptr(mk.a.buffer, fe.emit(mk.a.offset));
+  o.a_row_stride = fe.emit(mk.a.row_stride);
+  o.a_k_stride = fe.emit(mk.a.k_stride);
+  o.b_base = fe.element_ptr(mk.b.buffer, fe.emit(mk.b.offset));
+  o.b_row_stride = fe.emit(mk.b.row_stride);
+  o.b_k_stride = fe.emit(mk.b.k_stride);
+  o.c_base = fe.element_ptr(mk.c, fe.emit(mk.c_offset));
+  o.ldc = fe.emit(mk.c_row_stride);
+  o.first = fe.emit(mk.first_k_block);
+  o.last = fe.emit(mk.last_k_block);
+  return o;
+}
+
 void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   if (mk.dot) return emit_dot_micro_kernel(fe, mk);
   llvm::IRBuilder<>& b = fe.builder();
@@ -47,19 +65,11 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   auto imm = [&](int64_t v) { return b.getInt64(v); };
   const llvm::Align elem_align(4);
 
-  // Operands.
-  llvm::Value* m_valid = fe.emit(mk.m_valid);
-  llvm::Value* n_valid = fe.emit(mk.n_valid);
-  llvm::Value* k_extent = fe.emit(mk.k_extent);
-  llvm::Value* a_base = fe.element_ptr(mk.a.buffer, fe.emit(mk.a.offset));
-  llvm::Value* a_row_stride = fe.emit(mk.a.row_stride);
-  llvm::Value* a_k_stride = fe.emit(mk.a.k_stride);
-  llvm::Value* b_base = fe.element_ptr(mk.b.buffer, fe.emit(mk.b.offset));
-  llvm::Value* b_k_stride = fe.emit(mk.b.k_stride);
-  llvm::Value* c_base = fe.element_ptr(mk.c, fe.emit(mk.c_offset));
-  llvm::Value* ldc = fe.emit(mk.c_row_stride);
-  llvm::Value* first = fe.emit(mk.first_k_block);
-  llvm::Value* last = fe.emit(mk.last_k_block);
+  const MicroKernelOperands ops = emit_micro_kernel_operands(fe, mk);
+  llvm::Value *m_valid = ops.m_valid, *n_valid = ops.n_valid, *k_extent = ops.k_extent;
+  llvm::Value *a_base = ops.a_base, *a_row_stride = ops.a_row_stride, *a_k_stride = ops.a_k_stride;
+  llvm::Value *b_base = ops.b_base, *b_k_stride = ops.b_k_stride;
+  llvm::Value *c_base = ops.c_base, *ldc = ops.ldc, *first = ops.first, *last = ops.last;
 
   // Rows of A past m_valid read the last valid row (a safe address; the results
   // are never stored), so the k-loop needs no row checks.
