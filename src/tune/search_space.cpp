@@ -48,6 +48,7 @@ SearchSpace::SearchSpace(const te::Operator& op, schedule::Isa isa, int threads,
     : op_(op),
       c_(ops::match_contraction(op)),
       dot_(schedule::operands_contiguous_along_k(c_)),
+      b_along_n_(schedule::b_contiguous_along_n(c_)),
       vec_(schedule::vector_isa(isa)),
       threads_(threads),
       extents_(op, shapes),
@@ -213,7 +214,7 @@ void SearchSpace::sample_knobs(std::mt19937_64& rng, MicroKernelSchedule& s) con
 
 MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
   bool prepack = c_.b.constant;
-  bool b_direct = schedule::b_contiguous_along_n(c_);
+  const bool b_direct = b_along_n_;
   for (int attempt = 0; attempt < 1000; ++attempt) {
     MicroKernelSchedule s;
     s.isa = vec_.isa;
@@ -282,7 +283,7 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     if (used >= 1.0 - kSeedPadding) heights.push_back(mr);
   }
   std::vector<MicroKernelSchedule> out;
-  const bool b_direct = !c_.b.constant && schedule::b_contiguous_along_n(c_);
+  const bool b_direct = !c_.b.constant && b_along_n_;
   // Blocks in L2 (half of it for each packed operand), the parallel axis where the tasks
   // fill the cores, the loop order, packing; kept when valid.
   auto finish = [&](MicroKernelSchedule s) {

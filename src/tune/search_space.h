@@ -94,7 +94,8 @@ class SearchSpace {
 
   te::Operator op_;
   ops::Contraction c_;
-  bool dot_;  // A and B both contiguous along k: dot-product tiles apply
+  bool dot_;        // A and B both contiguous along k: dot-product tiles apply
+  bool b_along_n_;  // B's rows contiguous along n: B may be read in place (PackB::Direct)
   schedule::VectorIsa vec_;
   int threads_;
   ShapeExtents extents_;
