@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <span>
 #include <thread>
 
 #include "benchmark/harness.h"
@@ -26,6 +27,7 @@
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "reference/reference.h"
+#include "runtime/buffer.h"
 #include "runtime/module.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
@@ -61,7 +63,7 @@ EncoderMeasurement time_calls(int repeat, const std::function<void()>& call) {
 }
 
 // ||got - want|| / ||want||, float against float (both engines' outputs).
-double relative_difference(const std::vector<float>& got, const std::vector<float>& want) {
+double relative_difference(std::span<const float> got, std::span<const float> want) {
   double num = 0, den = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     if (!std::isfinite(got[i])) return INFINITY;
@@ -112,7 +114,7 @@ std::string ort_unavailable(const std::string& script) {
   return "";
 }
 
-void write_floats(const fs::path& path, const std::vector<float>& v) {
+void write_floats(const fs::path& path, std::span<const float> v) {
   std::ofstream f(path, std::ios::binary);
   f.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
   if (!f) user_error("cannot write {}", path.string());
@@ -287,7 +289,7 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
           note(fmt::format("{}: skipped: {}", peer->name(), e.what()));
         }
       }
-      std::map<int64_t, std::vector<float>> ours;  // our output and roofline per T
+      std::map<int64_t, runtime::AlignedVector<float>> ours;  // our output and roofline per T
       std::map<int64_t, double> roofline_ms;
       auto add = [&](int64_t t, const std::string& engine, EncoderMeasurement e, double diff) {
         e.layers = layers;
@@ -302,7 +304,8 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
         const int64_t t = o.lengths[ti];
         std::mt19937_64 rng{uint64_t(t)};
         std::normal_distribution<float> dist(0.0f, 1.0f);
-        std::vector<float> x(t * c.hidden), y(x.size()), peer_y(x.size());
+        // Cache-line aligned, as a framework's tensors are (and as the model's own buffers).
+        runtime::AlignedVector<float> x(t * c.hidden), y(x.size()), peer_y(x.size());
         for (float& e : x) e = dist(rng);
         write_floats(io / fmt::format("input-{}.bin", t), x);
         roofline_ms[t] = 1e3 * std::max(m.graph().flops(t) / (roof.peak_gflops * 1e9),

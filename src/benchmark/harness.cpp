@@ -24,6 +24,7 @@
 #include "codegen/llvm/target.h"
 #include "ops/attention.h"
 #include "reference/reference.h"
+#include "runtime/buffer.h"
 #include "runtime/kernel.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
@@ -33,6 +34,9 @@ namespace dietcode::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// Every buffer handed to ours and to the peers starts on a cache line, as a framework's
+// tensors do (and as the tuner's measurements are made).
+using Floats = runtime::AlignedVector<float>;
 
 double time_once(const std::function<void()>& fn) {
   auto start = Clock::now();
@@ -48,7 +52,7 @@ double median(std::vector<double> v) {
 // The data of one problem, shared by every implementation.
 struct ProblemData {
   GemmProblem p;
-  std::vector<float> a, b, c;
+  Floats a, b, c;
   std::vector<int64_t> check_rows;        // (batch, row) pairs flattened: batch * m + row
   std::vector<std::vector<double>> want;  // float64 rows
 
@@ -113,7 +117,7 @@ std::vector<int64_t> pick_check_rows(int64_t rows, int random, std::mt19937_64& 
 // Largest relative error (L2 over a row of n) of `out`'s checked rows against `want`
 // (the checked rows in order, n values each); infinite if any output value is not
 // finite (an element left unwritten shows as the poison).
-double checked_rows_error(const std::vector<float>& out, const std::vector<int64_t>& rows,
+double checked_rows_error(const Floats& out, const std::vector<int64_t>& rows,
                           const std::vector<double>& want, int64_t n) {
   for (float v : out)
     if (!std::isfinite(v)) return std::numeric_limits<double>::infinity();
@@ -142,8 +146,8 @@ std::vector<int64_t> row_elements(const std::vector<int64_t>& rows, int64_t n) {
 // and float64 rows of the unscheduled operator (reference::evaluate_at) to check against.
 struct RowData {
   RowProblem p;
-  std::vector<std::vector<float>> inputs;
-  std::vector<float> out;
+  std::vector<Floats> inputs;
+  Floats out;
   std::vector<int64_t> check_rows;
   std::vector<double> want;  // the check rows, in order, p.n values each
   double bytes = 0;          // every input read once, the output written once
@@ -179,7 +183,7 @@ struct RowData {
 // query row) pairs, against reference::evaluate_at of the unscheduled operator.
 struct AttentionData {
   int64_t t, heads, d;
-  std::vector<float> q, k, v, out, q_scaled, scores, probs;
+  Floats q, k, v, out, q_scaled, scores, probs;
   std::vector<int64_t> check_rows;
   std::vector<double> want;  // the check rows, in order, d values each
 
@@ -216,8 +220,8 @@ struct AttentionData {
 struct EpilogueData {
   GemmProblem p;
   RowProblem pass;
-  std::vector<std::vector<float>> inputs;
-  std::vector<float> out, product;
+  std::vector<Floats> inputs;
+  Floats out, product;
   std::vector<int64_t> check_rows;
   std::vector<double> want;
   double bytes = 0;  // every input read once, the output written once
@@ -497,7 +501,7 @@ class BenchRun {
   // B second): weights packed for this shape where the kernel pre-packs them.
   void add_contraction_candidates(OurCandidates& ours,
                                   const std::vector<runtime::ConstTensor>& args, int64_t t,
-                                  std::vector<float>& out, std::vector<Candidate>& candidates) {
+                                  Floats& out, std::vector<Candidate>& candidates) {
     for (OurKernel& k : ours.kernels) {
       std::vector<runtime::ConstTensor> mine = args;
       if (k.kernel.needs_prepack()) {
@@ -550,8 +554,7 @@ class BenchRun {
   // Modules of a row operator or of attention, called through their dispatchers (no
   // weights to pack).
   void add_module_candidates(OurCandidates& ours, const std::vector<runtime::ConstTensor>& args,
-                             int64_t t, std::vector<float>& out,
-                             std::vector<Candidate>& candidates) {
+                             int64_t t, Floats& out, std::vector<Candidate>& candidates) {
     for (OurModule& m : ours.modules) {
       const runtime::Module* module = &m.module;
       candidates.push_back({m.impl, fmt::format("kernel {}", m.module.select({t})),
