@@ -155,6 +155,45 @@ TEST(GeneratedCode, KStreamsMatchReferenceForEveryKBlock) {
   EXPECT_EQ(checked, 6 * 5 * 4 * 2 * 2 * 2);
 }
 
+// A tile of m_valid < MR rows at M's edge runs as sub-tiles of the powers of two in
+// m_valid: every tile height the registers hold (one, two and three vectors wide), M from
+// 1 to past two tiles (every count of edge rows, whole tiles before them or not), A packed
+// and read in place, B read in place (the N edge masked: N is not a multiple of the tile)
+// and packed, with an epilogue that reads each row (a residual) and each column (a bias).
+TEST(GeneratedCode, EdgeRowsMatchReferenceForEveryTileHeight) {
+  const schedule::Isa isa = codegen::host_target().isa;
+  const schedule::VectorIsa& vec = schedule::vector_isa(isa);
+  const int64_t w = vec.width;
+  te::ShapeVar t = te::shape_var("M", 1, 128);
+  te::Operator dense = ops::dense(1, 128, 3 * w + 3, 19, ops::parse_epilogue("bias+residual"));
+  te::Operator nn = ops::batch_matmul({t}, 2, t.var, 3 * w + 3, 11, ops::Layout::NN);
+  std::mt19937_64 rng(5);
+  int checked = 0;
+  for (int64_t vectors = 1; vectors <= 3; ++vectors)
+    for (int64_t mr = 1; mr <= schedule::max_tile_rows(vectors, vec.registers); ++mr)
+      for (bool in_place : {false, true}) {
+        const te::Operator& op = in_place ? nn : dense;
+        schedule::MicroKernelSchedule s;
+        s.isa = isa;
+        s.mr = mr;
+        s.nr = vectors * w;
+        s.kc = in_place ? 11 : 8;  // dense: K = 19 in three blocks, C loaded back
+        s.mc = mr * 2;
+        s.nc = s.nr * 2;
+        s.unroll_k = mr % 2 ? 4 : 1;
+        s.pack_a = in_place || mr % 3 ? schedule::PackA::Direct : schedule::PackA::Packed;
+        s.pack_b = in_place ? schedule::PackB::Direct : schedule::PackB::Prepacked;
+        runtime::Kernel kernel = runtime::Kernel::compile(op, s);
+        for (int64_t m = 1; m <= 2 * mr + 1; ++m) {
+          reference::CheckCase c = reference::make_check_case(op, {m}, rng);
+          ASSERT_LE(reference::run_check_case(kernel, c), kTolerance)
+              << "M=" << m << " schedule=" << schedule::to_json_text(s);
+          ++checked;
+        }
+      }
+  EXPECT_GE(checked, 2 * (3 + 5 + 7 + 9 + 11 + 13 + 15 + 17 + 19));
+}
+
 // Tiles of dot products (vector_axis k): every MR x NR the registers hold, on a product
 // whose epilogue reads a per-row scale and a residual, with k blocks that split K and a K
 // that ends inside a vector (masked last step), unrolled 1, 3 and 8 times (1 to 8

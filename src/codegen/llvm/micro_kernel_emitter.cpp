@@ -4,10 +4,10 @@
 // in vector registers; each k-step is NR/W vector loads of B, MR scalar broadcasts
 // of A and MR * NR/W FMAs, unrolled unroll_k times, with no branches and no bounds
 // checks (a small tile keeps several copies of its accumulators in the unrolled loop, so
-// that its FMAs do not wait on each other's latency). Edge tiles work on C in place too: rows
-// past m_valid repeat the last valid row (and store its values to it again), columns past
-// n_valid are masked when C is loaded and not stored (the vector that straddles n_valid
-// goes out lane by lane). B read in place (no panel) gets a second k-loop
+// that its FMAs do not wait on each other's latency). Edge tiles work on C in place too: a
+// tile of m_valid < MR rows runs as sub-tiles of fewer rows (the powers of two in m_valid),
+// columns past n_valid are masked when C is loaded and not stored (the vector that
+// straddles n_valid goes out lane by lane). B read in place (no panel) gets a second k-loop
 // for edge column blocks whose loads are masked (llvm.masked.load) so that no lane past the
 // tensor's end is touched.
 #include <llvm/IR/Intrinsics.h>
@@ -50,13 +50,18 @@ MicroKernelOperands emit_micro_kernel_operands(FunctionEmitter& fe, const MicroK
   return o;
 }
 
-void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
-  if (mk.dot) return emit_dot_micro_kernel(fe, mk);
+namespace {
+
+// One register tile of MR rows, rows row0 .. row0 + MR - 1 of the micro-kernel's operands,
+// all of them valid (the tile's own height, or a sub-tile of an edge: see
+// emit_micro_kernel).
+void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernelOperands& ops,
+               const int64_t MR, llvm::Value* row0) {
   llvm::IRBuilder<>& b = fe.builder();
   llvm::LLVMContext& ctx = b.getContext();
   llvm::Function* fn = b.GetInsertBlock()->getParent();
   const unsigned W = static_cast<unsigned>(mk.vector_width);
-  const int64_t MR = mk.mr, NR = mk.nr, V = NR / W;
+  const int64_t NR = mk.nr, V = NR / W;
   llvm::Type* f32 = b.getFloatTy();
   llvm::Type* i64 = b.getInt64Ty();
   llvm::VectorType* vt = llvm::FixedVectorType::get(f32, W);
@@ -65,25 +70,19 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   auto imm = [&](int64_t v) { return b.getInt64(v); };
   const llvm::Align elem_align(4);
 
-  const MicroKernelOperands ops = emit_micro_kernel_operands(fe, mk);
-  llvm::Value *m_valid = ops.m_valid, *n_valid = ops.n_valid, *k_extent = ops.k_extent;
+  llvm::Value *n_valid = ops.n_valid, *k_extent = ops.k_extent;
   llvm::Value *a_base = ops.a_base, *a_row_stride = ops.a_row_stride, *a_k_stride = ops.a_k_stride;
   llvm::Value *b_base = ops.b_base, *b_k_stride = ops.b_k_stride;
   llvm::Value *c_base = ops.c_base, *ldc = ops.ldc, *first = ops.first, *last = ops.last;
 
-  // Rows of A past m_valid read the last valid row (a safe address; the results
-  // are never stored), so the k-loop needs no row checks.
   std::vector<llvm::Value*> rows, a_rows;
-  llvm::Value* last_row = b.CreateSub(m_valid, imm(1));
   for (int64_t i = 0; i < MR; ++i) {
-    rows.push_back(b.CreateSelect(b.CreateICmpSLT(imm(i), m_valid), imm(i), last_row));
+    rows.push_back(b.CreateAdd(row0, imm(i), "", false, true));
     a_rows.push_back(gep(a_base, b.CreateMul(rows[i], a_row_stride)));
   }
 
-  // The tile works on C in place. Rows past m_valid compute exactly what the last valid
-  // row computes (the same A row, the same C row loaded, the same epilogue inputs), so
-  // their stores go to the last valid row too: the same values, written again. Columns
-  // past n_valid are masked when C is loaded and never stored (see the stores at the end).
+  // The tile works on C in place. Columns past n_valid are masked when C is loaded and
+  // never stored (see the stores at the end).
   std::vector<llvm::Value*> c_rows;
   for (int64_t i = 0; i < MR; ++i) c_rows.push_back(gep(c_base, b.CreateMul(rows[i], ldc)));
   llvm::Value* n_full = b.CreateICmpEQ(n_valid, imm(NR));
@@ -320,9 +319,8 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   }
 
   // Epilogue on the last k-block: every element of the tile through mk.epilogue, its
-  // inputs read at the element's row (rows past m_valid read the last valid one, like A)
-  // and column (vectors along n load masked, lanes past n_valid reading zero; they are
-  // never stored).
+  // inputs read at the element's row and column (vectors along n load masked, lanes past n_valid
+  // reading zero; they are never stored).
   if (mk.epilogue.defined()) {
     auto epilogue = [&] {
       std::vector<llvm::Value*> n_masks = n_tail_masks();
@@ -407,6 +405,53 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
                     [] {});
               });
         }
+      });
+}
+
+}  // namespace
+
+void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
+  if (mk.dot) return emit_dot_micro_kernel(fe, mk);
+  const MicroKernelOperands ops = emit_micro_kernel_operands(fe, mk);
+  llvm::IRBuilder<>& b = fe.builder();
+  if (mk.mr == 1) return emit_tile(fe, mk, ops, 1, b.getInt64(0));
+  // A whole tile (most tiles) runs at its full height. An edge tile of m_valid < MR rows
+  // runs as sub-tiles of the powers of two in m_valid, largest first (5 rows: 4, then 1):
+  // every row computed is a row of C, at the cost of one more k-loop per power of two
+  // below MR in the code (a tile that repeated its last valid row instead did MR rows of
+  // work for m_valid).
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  auto emit_if = [&](llvm::Value* cond, const char* name, llvm::MDNode* weights,
+                     const std::function<void()>& then, const std::function<void()>& otherwise) {
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".then", fn);
+    llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".else", fn);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, std::string(name) + ".done", fn);
+    b.CreateCondBr(cond, then_bb, else_bb, weights);
+    b.SetInsertPoint(then_bb);
+    then();
+    b.CreateBr(done);
+    b.SetInsertPoint(else_bb);
+    otherwise();
+    b.CreateBr(done);
+    b.SetInsertPoint(done);
+  };
+  llvm::Value* m_valid = ops.m_valid;
+  emit_if(
+      b.CreateICmpEQ(m_valid, b.getInt64(mk.mr)), "m.whole",
+      llvm::MDBuilder(ctx).createBranchWeights(1000, 1),
+      [&] { emit_tile(fe, mk, ops, mk.mr, b.getInt64(0)); },
+      [&] {
+        int64_t h = 1;
+        while (2 * h < mk.mr) h *= 2;
+        for (; h >= 1; h /= 2)
+          emit_if(
+              b.CreateICmpNE(b.CreateAnd(m_valid, b.getInt64(h)), b.getInt64(0)), "m.edge", nullptr,
+              [&] {
+                // Rows below this sub-tile: the powers of two in m_valid above h.
+                emit_tile(fe, mk, ops, h, b.CreateAnd(m_valid, b.getInt64(~(2 * h - 1))));
+              },
+              [] {});
       });
 }
 
