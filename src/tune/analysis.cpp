@@ -26,9 +26,19 @@ ShapeExtents::ShapeExtents(const te::Operator& op,
   for (const auto& s : shapes) extents_.push_back(at(c, op, s));
 }
 
+double tile_rows_done(const schedule::MicroKernelSchedule& s, int64_t m) {
+  const int64_t whole = m / s.mr * s.mr, edge = m - whole;
+  if (edge == 0) return double(whole);
+  if (s.vector_axis == schedule::Axis::K) return double(whole + s.mr);
+  double rows = 0;
+  for (int64_t h = 1; h <= edge; h *= 2)
+    if (edge & h) rows += double(h) + kSubTileRows;
+  return double(whole) + std::min(rows, double(s.mr));
+}
+
 double pad_ratio(const schedule::MicroKernelSchedule& s, const Extents& e) {
   double useful = double(e.m) * double(e.n);
-  double done = double(ceil_div(e.m, s.mr) * s.mr) * double(ceil_div(e.n, s.nr) * s.nr);
+  double done = tile_rows_done(s, e.m) * double(ceil_div(e.n, s.nr) * s.nr);
   return useful / done;
 }
 

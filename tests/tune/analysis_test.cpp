@@ -16,13 +16,30 @@ using testing::make_schedule;
 TEST(PadRatio, CountsPaddedTileWork) {
   auto s = make_schedule(schedule::Isa::Avx512, 4, 32, 64, 8, 64);
   EXPECT_DOUBLE_EQ(pad_ratio(s, {1, 8, 64, 16}), 1.0);
-  // M = 5 on 4-row tiles: 8 rows computed for 5 useful; N = 40 on 32 wide: 64 for 40.
-  EXPECT_DOUBLE_EQ(pad_ratio(s, {1, 5, 40, 16}), (5.0 * 40.0) / (8.0 * 64.0));
+  // M = 5 on 4-row tiles: a whole tile and a 1-row sub-tile (1 + kSubTileRows rows of
+  // work); N = 40 on 32 wide: 64 columns for 40.
+  EXPECT_DOUBLE_EQ(pad_ratio(s, {1, 5, 40, 16}), (5.0 * 40.0) / ((5.0 + kSubTileRows) * 64.0));
+}
+
+TEST(PadRatio, EdgeRowsCostTheirSubTiles) {
+  auto s = make_schedule(schedule::Isa::Avx2, 6, 16, 96, 12, 64);
+  EXPECT_DOUBLE_EQ(tile_rows_done(s, 12), 12.0);
+  EXPECT_DOUBLE_EQ(tile_rows_done(s, 13), 13.0 + kSubTileRows);      // 12 + 1
+  EXPECT_DOUBLE_EQ(tile_rows_done(s, 17), 17.0 + 2 * kSubTileRows);  // 12 + 4 + 1
+  EXPECT_DOUBLE_EQ(tile_rows_done(s, 3), 3.0 + 2 * kSubTileRows);    // 2 + 1
+  // Never more than a whole tile: 14 rows of 15-row tiles are 8 + 4 + 2 rows, and three
+  // sub-tiles' overhead would pass 15.
+  s.mr = 15;
+  EXPECT_DOUBLE_EQ(tile_rows_done(s, 14), 15.0);
+  // Dot-product tiles compute whole tiles at the edge.
+  s.mr = 4;
+  s.vector_axis = schedule::Axis::K;
+  EXPECT_DOUBLE_EQ(tile_rows_done(s, 5), 8.0);
 }
 
 TEST(PadRatio, CountsBothAxesWhenOneVariableDrivesThem) {
-  // Attention's Q K^T: M = N = T. At T = 17, 4-row tiles compute 20 rows and 8-wide
-  // tiles 24 columns: both paddings count.
+  // Attention's Q K^T: M = N = T. At T = 17, 4-row tiles compute 16 rows and a 1-row
+  // sub-tile, and 8-wide tiles 24 columns: both paddings count.
   te::ShapeVar t = te::shape_var("T", 1, 128);
   te::Operator op = ops::batch_matmul({t}, 12, t.var, t.var, 64, ops::Layout::NT);
   Extents e = ShapeExtents::at(ops::match_contraction(op), op, {17});
@@ -30,7 +47,7 @@ TEST(PadRatio, CountsBothAxesWhenOneVariableDrivesThem) {
   EXPECT_EQ(e.n, 17);
   EXPECT_EQ(e.batch, 12);
   auto s = make_schedule(schedule::Isa::Avx2, 4, 8, 64, 8, 64);
-  EXPECT_DOUBLE_EQ(pad_ratio(s, e), (17.0 * 17.0) / (20.0 * 24.0));
+  EXPECT_DOUBLE_EQ(pad_ratio(s, e), (17.0 * 17.0) / ((17.0 + kSubTileRows) * 24.0));
 }
 
 TEST(ParallelTasks, FollowTheParallelAxis) {
