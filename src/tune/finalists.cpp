@@ -180,4 +180,33 @@ FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
   return out;
 }
 
+std::vector<AnySchedule> crosscheck_challengers(const std::vector<std::vector<int64_t>>& declared,
+                                                const std::vector<FinalistWindow>& windows,
+                                                const FinalScores& finals,
+                                                const std::vector<AnySchedule>& selected,
+                                                int count) {
+  AnySet chosen(selected.begin(), selected.end());
+  std::map<std::vector<int64_t>, size_t> shape_index;
+  for (size_t s = 0; s < declared.size(); ++s) shape_index[declared[s]] = s;
+  std::map<size_t, double> gain;  // finalist -> its largest gain over the selection
+  for (const FinalistWindow& w : windows) {
+    auto it = shape_index.find(w.shape);
+    if (it == shape_index.end()) continue;
+    const std::vector<double>& row = finals.score[it->second];
+    double kept = 0;
+    for (size_t k = 0; k < row.size(); ++k)
+      if (chosen.count(finals.kernels[k])) kept = std::max(kept, row[k]);
+    size_t best = ranked(row).front();
+    if (chosen.count(finals.kernels[best]) || row[best] < kept * (1 + kChallengerGain)) continue;
+    gain[best] = std::max(gain[best], row[best] / std::max(kept, 1e-30));
+  }
+  std::vector<std::pair<double, size_t>> by_gain;
+  for (auto [k, g] : gain) by_gain.push_back({g, k});
+  std::sort(by_gain.begin(), by_gain.end(), std::greater<>());
+  std::vector<AnySchedule> out;
+  for (size_t i = 0; i < by_gain.size() && int(i) < count; ++i)
+    out.push_back(finals.kernels[by_gain[i].second]);
+  return out;
+}
+
 }  // namespace dietcode::tune

@@ -17,8 +17,10 @@
 //                    its measured/predicted ratio, interpolated from the nearest sampled
 //                    shapes on either side; on a sampled shape, a finalist that was not in
 //                    its window ranks no higher than the window's slowest kernel
-//   crosscheck       the kernels of that first selection, all of them side by side on
-//                    each shape of the finals (appended as Origin::Crosscheck): a kernel
+//   crosscheck       the kernels of that first selection (and a few challengers: a
+//                    finalist it left out that was measured well ahead of it on a shape),
+//                    all of them side by side on each shape of the finals (appended as
+//                    Origin::Crosscheck): a kernel
 //                    that won only at its own few shapes was never paired with the others
 //                    elsewhere, where its score was the model's guess; the selection and
 //                    the dispatch tree are then decided again among these kernels, from
@@ -38,7 +40,8 @@ struct FinalistParams {
                            // (all of them when fewer); 0: no finals
   int per_shape = 3;       // best candidates of each sampled shape
   int max_per_window = 5;  // kernels timed side by side on one shape
-  bool crosscheck = true;  // then the first selection's kernels on every finals shape
+  bool crosscheck = true;  // then the first selection's kernels on every finals shape,
+  int challengers = 3;     // with at most this many crosscheck_challengers
 };
 
 struct FinalistWindow {
@@ -87,6 +90,17 @@ FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
                               const std::vector<std::vector<double>>& predicted,
                               const std::vector<TuningRecord>& records,
                               Origin origin = Origin::Final);
+
+// Finalists the first selection left out that the finals measured fastest on one of their
+// shapes, at least kChallengerGain faster there than every selected kernel: the `count`
+// with the largest such gains, largest first. They join the crosscheck, so that the
+// selection decided again can take one where the first cover (which counts a shape covered
+// by any of its top k) left a shape on a kernel well below its best: S V at T = 1, 20
+// GFLOP/s by a heads-innermost kernel and 12.8 by the 1 x 64 tile that covered T = 1..4.
+constexpr double kChallengerGain = 0.05;
+std::vector<schedule::AnySchedule> crosscheck_challengers(
+    const std::vector<std::vector<int64_t>>& declared, const std::vector<FinalistWindow>& windows,
+    const FinalScores& finals, const std::vector<schedule::AnySchedule>& selected, int count);
 
 // The union of the windows' kernels, in first-seen order.
 std::vector<schedule::AnySchedule> finalists_of(const std::vector<FinalistWindow>& w);

@@ -210,18 +210,23 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
   runtime::ModuleSpec first =
       build_module(o, predict, finals.kernels, finals.score, o.max_kernels, notes);
   if (first.kernels.size() < 2 || !o.finalists.crosscheck) return first;
-  // The crosscheck (tune/finalists.h): the selected kernels, all of them side by side on
-  // each shape of the finals, then the selection and the dispatch decided again.
+  // The crosscheck (tune/finalists.h): the selected kernels and the challengers, all of
+  // them side by side on each shape of the finals, then the selection and the dispatch
+  // decided again.
+  std::vector<schedule::AnySchedule> pool = first.kernels;
+  const std::vector<schedule::AnySchedule> challengers =
+      crosscheck_challengers(shapes, windows, finals, first.kernels, o.finalists.challengers);
+  pool.insert(pool.end(), challengers.begin(), challengers.end());
   std::vector<FinalistWindow> cross;
-  for (const FinalistWindow& w : windows) cross.push_back({w.shape, first.kernels});
+  for (const FinalistWindow& w : windows) cross.push_back({w.shape, pool});
   auto [checked_now, check_seconds] =
       measure_windows(o, records, measurer, cross, Origin::Crosscheck, "crosscheck");
-  FinalScores checked = final_scores_from(shapes, first.kernels, predict(first.kernels, shapes),
-                                          records.records(), Origin::Crosscheck);
+  FinalScores checked =
+      final_scores_from(shapes, pool, predict(pool, shapes), records.records(), Origin::Crosscheck);
   notes.push_back(fmt::format(
-      "crosscheck: the {} selected kernels side by side on {} shapes ({} measured in this "
-      "run, {:.1f} s)",
-      first.kernels.size(), cross.size(), checked_now, check_seconds));
+      "crosscheck: the {} selected kernels and {} challengers side by side on {} shapes ({} "
+      "measured in this run, {:.1f} s)",
+      first.kernels.size(), challengers.size(), cross.size(), checked_now, check_seconds));
   return build_module(o, predict, checked.kernels, checked.score, o.max_kernels, notes);
 }
 

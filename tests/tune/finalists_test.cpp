@@ -38,6 +38,30 @@ std::vector<std::vector<int64_t>> range(int64_t lo, int64_t hi) {
   return out;
 }
 
+TEST(Finalists, ChallengersAreLeftOutKernelsMeasuredWellAheadOnAShape) {
+  std::vector<std::vector<int64_t>> shapes = range(1, 6);
+  FinalScores finals;
+  finals.kernels = {kernel(1), kernel(2), kernel(3), kernel(4), kernel(5)};
+  // Selected: kernels 0 and 1. On the finals shapes M = 1, 2, 3, 5 the best left-out kernel
+  // is ahead of the best selected one by 50% (kernel 2 at M = 1), 2% (kernel 3 at M = 2:
+  // too little), 20% (kernel 4 at M = 3) and 30% (kernel 2 again at M = 5). M = 4 has no
+  // window: kernel 3's lead there is not a measurement side by side.
+  finals.score = {{10, 8, 15, 1, 1}, {10, 1, 1, 10.2, 1}, {1, 10, 1, 1, 12},
+                  {1, 1, 1, 50, 1},  {10, 1, 13, 1, 1},   {1, 1, 1, 1, 1}};
+  std::vector<FinalistWindow> windows;
+  for (int64_t m : {1, 2, 3, 5}) windows.push_back({{m}, finals.kernels});
+  std::vector<schedule::AnySchedule> selected = {finals.kernels[0], finals.kernels[1]};
+  std::vector<schedule::AnySchedule> c =
+      crosscheck_challengers(shapes, windows, finals, selected, 3);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0], finals.kernels[2]);  // its largest lead, 50%, first
+  EXPECT_EQ(c[1], finals.kernels[4]);
+  EXPECT_EQ(crosscheck_challengers(shapes, windows, finals, selected, 1).size(), 1u);
+  // Nothing to challenge once the selection holds every shape's best.
+  selected = finals.kernels;
+  EXPECT_TRUE(crosscheck_challengers(shapes, windows, finals, selected, 3).empty());
+}
+
 TEST(Finalists, EachSampledShapeMeetsItsBestAndItsNeighboursBest) {
   std::vector<std::vector<int64_t>> shapes = range(1, 9);
   std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2), kernel(3), kernel(4), kernel(5)};
