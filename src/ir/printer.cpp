@@ -147,17 +147,20 @@ void print(const Stmt& s, int indent, std::string& out) {
     case StmtKind::AttentionKernel: {
       const auto* n = s.as<AttentionKernelNode>();
       out += fmt::format(
-          "{}attention_kernel<{} lanes, query tile {}, key block {}, unroll {}>(rows [{}, {} + {}) "
-          "of {}, head size {}, scale {})\n",
-          pad, n->vector_width, n->query_tile, n->key_block, n->unroll, to_string(n->row_begin),
-          to_string(n->row_begin), to_string(n->rows), to_string(n->length), n->head_dim, n->scale);
+          "{}attention_kernel<{} lanes{}, query tile {}, key block {}, unroll {}>(rows [{}, {} + "
+          "{}) of {}, head size {}, scale {})\n",
+          pad, n->vector_width, n->head_dim_lanes ? " along the head" : "", n->query_tile,
+          n->key_block, n->unroll, to_string(n->row_begin), to_string(n->row_begin),
+          to_string(n->rows), to_string(n->length), n->head_dim, n->scale);
+      if (n->head_dim_lanes)
+        out += fmt::format("{}  {} at {} (in place)\n", pad, n->q.name(), to_string(n->q_offset));
       out += fmt::format(
           "{}  {} at {}, {} at {} (rows {} apart), {} at {} (rows {} apart){}\n", pad, n->k.name(),
           to_string(n->k_offset), n->v.name(), to_string(n->v_offset), n->input_row_stride,
           n->output.name(), to_string(n->output_offset), n->output_row_stride,
           n->mask.defined() ? fmt::format("; {} at {}", n->mask.name(), to_string(n->mask_offset))
                             : "");
-      print(n->pack_q, indent + 1, out);
+      if (n->pack_q.defined()) print(n->pack_q, indent + 1, out);
       break;
     }
     case StmtKind::MicroKernel: {

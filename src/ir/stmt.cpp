@@ -80,10 +80,11 @@ Stmt make_attention_kernel(AttentionKernelNode node) {
                         node.unroll > 0 && node.head_dim > 0,
                     "attention kernel shape");
   DC_INTERNAL_CHECK(node.q.defined() && node.k.defined() && node.v.defined() &&
-                        node.output.defined() && node.q_panel.defined(),
+                        node.output.defined() && (node.head_dim_lanes || node.q_panel.defined()),
                     "attention kernel buffers");
-  DC_INTERNAL_CHECK(node.pack_q.defined() && node.pack_q.as<PackStageNode>(),
-                    "attention kernel packs Q with a pack stage");
+  DC_INTERNAL_CHECK(node.head_dim_lanes ? node.q_offset.defined() && !node.pack_q.defined()
+                                        : node.pack_q.defined() && node.pack_q.as<PackStageNode>(),
+                    "attention kernel packs Q with a pack stage, or reads it in place");
   return Stmt(std::make_shared<const AttentionKernelNode>(std::move(node)));
 }
 
@@ -102,8 +103,11 @@ std::vector<Stmt> stmt_children(const Stmt& s) {
     }
     case StmtKind::Allocate:
       return {s.as<AllocateNode>()->body};
-    case StmtKind::AttentionKernel:
-      return {s.as<AttentionKernelNode>()->pack_q};
+    case StmtKind::AttentionKernel: {
+      const auto* n = s.as<AttentionKernelNode>();
+      if (n->pack_q.defined()) return {n->pack_q};
+      return {};
+    }
     default:
       return {};
   }
@@ -185,10 +189,10 @@ Stmt map_stmt(const Stmt& s, const std::function<Stmt(const Stmt&)>& f,
     }
     case StmtKind::AttentionKernel: {
       AttentionKernelNode n = *s.as<AttentionKernelNode>();
-      for (Expr* e : {&n.length, &n.k_offset, &n.v_offset, &n.output_offset, &n.mask_offset,
-                      &n.row_begin, &n.rows})
+      for (Expr* e : {&n.length, &n.q_offset, &n.k_offset, &n.v_offset, &n.output_offset,
+                      &n.mask_offset, &n.row_begin, &n.rows})
         if (e->defined()) *e = g(*e);
-      n.pack_q = f(n.pack_q);
+      if (n.pack_q.defined()) n.pack_q = f(n.pack_q);
       return make_attention_kernel(std::move(n));
     }
   }

@@ -229,16 +229,19 @@ struct RowKernelNode : StmtNode {
 // (its row for the slice's sequence). Schedule parameters as in schedule/attention_schedule.h;
 // query rows fill ceil(query_tile / vector_width) vectors. `pack_q` packs the tile's rows of Q into
 // `q_panel` (head_dim groups of the lanes, rows past T zero): the kernel's Q^T, held on the
-// kernel's stack.
+// kernel's stack. With `head_dim_lanes` the lanes hold D instead: Q's rows are read in place
+// from `q_offset` (rows `input_row_stride` apart), nothing is packed (`pack_q` and `q_panel`
+// undefined).
 struct AttentionKernelNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::AttentionKernel;
   int64_t vector_width = 8, query_tile = 1, key_block = 1, unroll = 1, head_dim = 1;
   double scale = 1;
+  bool head_dim_lanes = false;
   Buffer q, k, v, mask, output;  // mask undefined when there is none
   Buffer q_panel;
   Stmt pack_q;  // a PackStage into q_panel
   int64_t input_row_stride = 1, output_row_stride = 1;
-  Expr length, k_offset, v_offset, output_offset, mask_offset, row_begin, rows;
+  Expr length, q_offset, k_offset, v_offset, output_offset, mask_offset, row_begin, rows;
   AttentionKernelNode() : StmtNode(kKind) {}
 };
 

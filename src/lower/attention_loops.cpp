@@ -35,6 +35,11 @@ Stmt build_attention_loops(const ops::AttentionOp& a, const schedule::AttentionS
     k.mask_offset = a.mask.defined() ? (slice / Expr(a.heads)) * T : Expr(0);
     k.row_begin = tile * qt;
     k.rows = min(qt, T - tile * qt);
+    if (s.lanes == schedule::AttentionLanes::HeadDim) {
+      k.head_dim_lanes = true;
+      k.q_offset = a.input_offset(0, slice);
+      return make_attention_kernel(std::move(k));
+    }
     // Q^T of the tile: one zero-padded panel as wide as the tile's vectors of rows.
     const int64_t lanes = s.row_vectors() * k.vector_width;
     k.q_panel = Buffer("Q_tile", {Expr(lanes * a.head_dim)});

@@ -53,8 +53,9 @@ struct Describe {
                        s.unroll, s.parallel ? "parallel" : "one thread", to_string(s.passes));
   }
   std::string operator()(const AttentionSchedule& s) const {
-    return fmt::format("query tile {}, key block {}, unroll {}, parallel {}", s.query_tile,
-                       s.key_block, s.unroll, to_string(s.parallel));
+    return fmt::format("query tile {}, key block {}, unroll {}, parallel {}{}", s.query_tile,
+                       s.key_block, s.unroll, to_string(s.parallel),
+                       s.lanes == AttentionLanes::HeadDim ? ", head dimension in lanes" : "");
   }
 };
 
@@ -66,7 +67,8 @@ struct ShortLabel {
     return fmt::format("r{}u{}", s.rows_per_task, s.unroll);
   }
   std::string operator()(const AttentionSchedule& s) const {
-    return fmt::format("q{}b{}", s.query_tile, s.key_block);
+    return fmt::format("q{}b{}{}", s.query_tile, s.key_block,
+                       s.lanes == AttentionLanes::HeadDim ? "d" : "");
   }
 };
 

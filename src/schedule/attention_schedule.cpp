@@ -23,28 +23,36 @@ std::string_view to_string(AttentionParallel p) {
   return "?";
 }
 
+std::string_view to_string(AttentionLanes l) {
+  return l == AttentionLanes::HeadDim ? "head_dim" : "queries";
+}
+
 uint64_t AttentionSchedule::digest() const {
   Fnv1a h;
   h.add("attention");
   for (int64_t v :
        {int64_t(target), int64_t(isa), query_tile, key_block, unroll, int64_t(parallel)})
     h.add(v);
+  if (lanes != AttentionLanes::Queries) h.add(int64_t(lanes));  // earlier digests unchanged
   return h.value();
 }
 
 int64_t AttentionSchedule::row_vectors() const {
+  if (lanes == AttentionLanes::HeadDim) return 1;
   int64_t w = vector_isa(isa).width;
   return (query_tile + w - 1) / w;
 }
 
 json to_json(const AttentionSchedule& s) {
-  return json{{"kind", "attention"},
-              {"target", to_string(s.target)},
-              {"isa", to_string(s.isa)},
-              {"query_tile", s.query_tile},
-              {"key_block", s.key_block},
-              {"unroll", s.unroll},
-              {"parallel", to_string(s.parallel)}};
+  json j{{"kind", "attention"},
+         {"target", to_string(s.target)},
+         {"isa", to_string(s.isa)},
+         {"query_tile", s.query_tile},
+         {"key_block", s.key_block},
+         {"unroll", s.unroll},
+         {"parallel", to_string(s.parallel)}};
+  if (s.lanes != AttentionLanes::Queries) j["lanes"] = to_string(s.lanes);
+  return j;
 }
 
 std::string to_json_text(const AttentionSchedule& s) {
@@ -77,8 +85,8 @@ int64_t int_field(const json& j, const char* name) {
 
 AttentionSchedule attention_schedule_from_json(const json& j) {
   if (!j.is_object()) user_error("attention schedule JSON: expected an object, got {}", j.dump());
-  static const std::set<std::string> known{"kind",      "target", "isa",     "query_tile",
-                                           "key_block", "unroll", "parallel"};
+  static const std::set<std::string> known{"kind",      "target", "isa",      "query_tile",
+                                           "key_block", "unroll", "parallel", "lanes"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) user_error("attention schedule JSON: unknown field '{}'", it.key());
   if (string_field(j, "kind") != "attention")
@@ -101,6 +109,13 @@ AttentionSchedule attention_schedule_from_json(const json& j) {
   else
     user_error("attention schedule JSON: parallel '{}'; expected none, heads or heads_query_tiles",
                par);
+  if (j.contains("lanes")) {
+    std::string lanes = string_field(j, "lanes");
+    if (lanes == "head_dim")
+      s.lanes = AttentionLanes::HeadDim;
+    else if (lanes != "queries")
+      user_error("attention schedule JSON: lanes '{}'; expected queries or head_dim", lanes);
+  }
   validate(s);
   return s;
 }
@@ -120,6 +135,9 @@ void validate(const AttentionSchedule& s) {
     user_error("attention schedule: key_block = {}; expected 1..256", s.key_block);
   if (s.unroll < 1 || s.unroll > 8)
     user_error("attention schedule: unroll = {}; expected 1..8", s.unroll);
+  if (s.lanes == AttentionLanes::HeadDim && s.unroll > kMaxHeadDimUnroll)
+    user_error("attention schedule: unroll = {} with lanes head_dim; expected 1..{}", s.unroll,
+               kMaxHeadDimUnroll);
   const VectorIsa& v = vector_isa(s.isa);
   if ((s.unroll + 1) * s.row_vectors() > v.registers)
     user_error(
@@ -137,7 +155,7 @@ BoundAttentionSchedule bind(const AttentionSchedule& s, const te::Operator& op) 
 std::vector<AttentionSchedule> attention_schedule_grid(
     Isa isa, const std::vector<AttentionParallel>& parallel,
     const std::vector<int64_t>& query_tiles, const std::vector<int64_t>& key_blocks,
-    const std::vector<int64_t>& unrolls) {
+    const std::vector<int64_t>& unrolls, AttentionLanes lanes) {
   std::vector<AttentionSchedule> grid;
   for (AttentionParallel p : parallel)
     for (int64_t tile : query_tiles)
@@ -149,6 +167,7 @@ std::vector<AttentionSchedule> attention_schedule_grid(
           s.key_block = block;
           s.unroll = unroll;
           s.parallel = p;
+          s.lanes = lanes;
           try {
             validate(s);
           } catch (const Error&) {

@@ -20,6 +20,12 @@
 // Query rows sit in the vector lanes (ceil(query_tile / W) vectors for W lanes), so the
 // softmax statistics need no horizontal reductions; D is swept in W-wide vectors,
 // masked when W does not divide it.
+//
+// With `lanes` HeadDim the vector lanes hold D instead, for short sequences (a tile of
+// query rows in lanes wastes W - T of W lanes at T < W): each query row of the tile on its
+// own, Q's row read in place into registers (no pack), a score a dot product over D
+// (`unroll` keys at once, each summed across its lanes), the softmax statistics scalars,
+// and O's row D/W vectors in registers over the keys.
 #pragma once
 
 #include <algorithm>
@@ -38,6 +44,13 @@ namespace dietcode::schedule {
 enum class AttentionParallel : uint8_t { None, Heads, HeadsAndQueryTiles };
 std::string_view to_string(AttentionParallel p);
 
+// What the vector lanes hold: query rows (a tile's rows side by side) or the head dimension.
+enum class AttentionLanes : uint8_t { Queries, HeadDim };
+std::string_view to_string(AttentionLanes l);
+
+// Keys whose dot products accumulate at once with lanes HeadDim.
+constexpr int64_t kMaxHeadDimUnroll = 4;
+
 struct AttentionSchedule {
   Target target = Target::Cpu;
   Isa isa = Isa::Avx2;
@@ -45,12 +58,13 @@ struct AttentionSchedule {
   int64_t key_block = 32;   // keys per online-softmax step, [1, 256]
   int64_t unroll = 4;       // keys whose scores accumulate at once in registers, [1, 8]
   AttentionParallel parallel = AttentionParallel::Heads;
+  AttentionLanes lanes = AttentionLanes::Queries;  // JSON "lanes" (optional: queries)
 
   bool operator==(const AttentionSchedule&) const = default;
   // Stable FNV-1a over the fields, tagged "attention" so that it never equals another
   // kind's digest of the same numbers.
   uint64_t digest() const;
-  // Vectors of query rows: ceil(query_tile / W).
+  // Vectors of query rows: ceil(query_tile / W); 1 with lanes HeadDim (a row at a time).
   int64_t row_vectors() const;
 };
 
@@ -61,7 +75,8 @@ AttentionSchedule attention_schedule_from_json_text(const std::string& text);
 std::string to_json_text(const AttentionSchedule& s);  // one line
 
 // Ranges of the fields, and the score accumulators (row_vectors() x unroll) plus a row of
-// Q^T fitting the ISA's vector registers. Throws dietcode::Error saying why.
+// Q^T fitting the ISA's vector registers (lanes HeadDim: unroll <= 4, one accumulator per
+// key beside Q's row). Throws dietcode::Error saying why.
 void validate(const AttentionSchedule& s);
 
 // An attention schedule validated against its operator, with the matched attention.
@@ -89,7 +104,7 @@ BoundAttentionSchedule bind(const AttentionSchedule& s, const te::Operator& op);
 std::vector<AttentionSchedule> attention_schedule_grid(
     Isa isa, const std::vector<AttentionParallel>& parallel,
     const std::vector<int64_t>& query_tiles, const std::vector<int64_t>& key_blocks,
-    const std::vector<int64_t>& unrolls);
+    const std::vector<int64_t>& unrolls, AttentionLanes lanes = AttentionLanes::Queries);
 
 // A uniformly random valid attention schedule for `isa` (for `dietcode verify` and tests).
 template <typename Rng>
@@ -104,6 +119,10 @@ AttentionSchedule random_attention_schedule(Rng& rng, Isa isa) {
   int64_t registers = vector_isa(isa).registers;
   s.unroll = pick(1, std::min<int64_t>(8, registers / s.row_vectors() - 1));
   s.parallel = static_cast<AttentionParallel>(pick(0, 2));
+  if (pick(0, 2) == 0) {
+    s.lanes = AttentionLanes::HeadDim;
+    s.unroll = pick(1, kMaxHeadDimUnroll);
+  }
   return s;
 }
 

@@ -56,6 +56,10 @@ std::vector<AnySchedule> attention_space(schedule::Isa isa, int threads) {
                 schedule::AttentionParallel::HeadsAndQueryTiles};
   std::vector<AttentionSchedule> grid = schedule::attention_schedule_grid(
       isa, parallel, {1, 2, 4, 8, 12, 16, 24, 32}, {8, 16, 32, 64, 128}, {1, 2, 4, 6, 8});
+  // The head dimension in the lanes: for the short sequences that leave query lanes empty.
+  std::vector<AttentionSchedule> rows = schedule::attention_schedule_grid(
+      isa, parallel, {1, 4, 16}, {16, 64, 128}, {1, 2, 4}, schedule::AttentionLanes::HeadDim);
+  grid.insert(grid.end(), rows.begin(), rows.end());
   return {grid.begin(), grid.end()};
 }
 
@@ -93,6 +97,10 @@ KindExtents SmallSpace::extents(const std::vector<int64_t>& shape) const {
 
 double SmallSpace::pad(const AnySchedule& k, const KindExtents& e) const {
   if (const auto* a = std::get_if<AttentionSchedule>(&k)) {
+    // Lanes along the head: every row and key computed, no lane of D wasted (D a multiple
+    // of W, as BERT's 64).
+    if (a->lanes == schedule::AttentionLanes::HeadDim)
+      return double(e.depth) / double(round_up(e.depth, width_));
     double queries = double(ceil_div(e.length, a->query_tile) * a->row_vectors() * width_);
     double keys = double(round_up(e.length, a->unroll));
     return double(e.length) / queries * double(e.length) / keys;
@@ -123,7 +131,8 @@ std::vector<float> SmallSpace::features(const AnySchedule& k, const KindExtents&
   if (const auto* a = std::get_if<AttentionSchedule>(&k)) {
     f.insert(f.end(),
              {float(a->query_tile), float(a->key_block), float(a->unroll), float(a->row_vectors()),
-              float(int(a->parallel)), float(ceil_div(e.length, a->query_tile)), float(pad(k, e))});
+              float(int(a->parallel)), float(ceil_div(e.length, a->query_tile)), float(pad(k, e)),
+              float(int(a->lanes))});
   } else {
     const auto& r = std::get<RowSchedule>(k);
     f.insert(f.end(), {float(r.rows_per_task), float(r.unroll), float(r.parallel),

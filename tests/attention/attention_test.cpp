@@ -256,6 +256,72 @@ TEST(FusedAttention, PackedQkvLayoutMatchesFloat64) {
   EXPECT_USER_ERROR(ops::attention_packed_qkv(0, 128, 1, 12, 64, false), "range of T [0, 128]");
 }
 
+// The head dimension in the lanes (short sequences): every unroll and key blocks of one
+// key to past T, query tiles of one row to several, on the separate layout with a padding
+// mask (and a mask leaving one key), the packed QKV layout on three threads, and head sizes
+// the vector width does not divide; T = 1, primes, and past the declared range.
+TEST(FusedAttention, HeadDimLanesMatchFloat64) {
+  std::mt19937_64 rng(12);
+  std::vector<std::pair<schedule::AttentionSchedule, runtime::Kernel>> kernels;
+  auto compile_all = [&](const te::Operator& op) {
+    kernels.clear();
+    int i = 0;
+    for (int64_t unroll = 1; unroll <= schedule::kMaxHeadDimUnroll; ++unroll)
+      for (int64_t block : {1, 3, 16, 64}) {
+        schedule::AttentionSchedule s;
+        s.isa = host_isa();
+        s.lanes = schedule::AttentionLanes::HeadDim;
+        s.unroll = unroll;
+        s.key_block = block;
+        s.query_tile = std::vector<int64_t>{1, 5, 16}[i % 3];
+        s.parallel = static_cast<schedule::AttentionParallel>(i++ % 3);
+        kernels.emplace_back(s, runtime::Kernel::compile(op, s));
+      }
+  };
+  te::Operator masked = ops::attention(1, 128, 2, ops::attention_shapes(2, 2, 64, true));
+  compile_all(masked);
+  for (int64_t t : {1, 2, 3, 7, 8, 9, 13, 17, 64, 129, 200}) {
+    int64_t len0 = 1 + int64_t(rng() % uint64_t(t));
+    Case padded = make_case(masked, t, rng, normal, [&](int64_t seq, int64_t key, int64_t) {
+      return key < (seq == 0 ? len0 : t) ? -0.5f * float(key % 3)
+                                         : -std::numeric_limits<float>::infinity();
+    });
+    int64_t keep = int64_t(rng() % uint64_t(t));
+    Case one_key = make_case(masked, t, rng, normal, [&](int64_t, int64_t key, int64_t) {
+      return key == keep ? 0.0f : -std::numeric_limits<float>::infinity();
+    });
+    for (const auto& [s, k] : kernels) {
+      EXPECT_LE(run_case(k, padded), kTolerance) << "T=" << t << " " << to_json_text(s);
+      EXPECT_LE(run_case(k, one_key), 1e-7) << "T=" << t << " one key " << to_json_text(s);
+    }
+  }
+  runtime::ThreadPool& pool = runtime::ThreadPool::global();
+  const int before = pool.num_threads();
+  pool.set_num_threads(3);
+  pool.set_serial_work(0);
+  te::Operator packed = ops::attention_packed_qkv(1, 128, 2, 3, 64, true);
+  compile_all(packed);
+  for (int64_t t : {1, 5, 31, 128}) {
+    Case c = make_case(packed, t, rng);
+    for (const auto& [s, k] : kernels)
+      EXPECT_LE(run_case(k, c), kTolerance) << "packed T=" << t << " " << to_json_text(s);
+  }
+  pool.set_num_threads(before);
+  pool.set_serial_work(runtime::ThreadPool::kSerialWork);
+  for (int64_t d : {1, 13, 100}) {
+    te::Operator op = ops::attention(1, 64, 2, ops::attention_shapes(1, 2, d, false));
+    compile_all(op);
+    for (int64_t t : {1, 6, 33}) {
+      Case c = make_case(op, t, rng);
+      for (const auto& [s, k] : kernels)
+        EXPECT_LE(run_case(k, c), kTolerance) << "D=" << d << " T=" << t << " " << to_json_text(s);
+    }
+  }
+  // Nothing packed: Q is read in place.
+  EXPECT_EQ(kernels.front().second.loop_ir().find("pack"), std::string::npos)
+      << kernels.front().second.loop_ir();
+}
+
 TEST(FusedAttention, KernelNeverStoresTheScores) {
   // The loop IR after lowering has one attention kernel per query tile and no loop over
   // a T x T buffer; the kernel reports its kind.

@@ -1,6 +1,7 @@
 // Explicit vector code for one query tile of fused attention (ir::AttentionKernelNode):
 // an online, max-subtracted softmax over key blocks (schedule/attention_schedule.h shows
-// the loop structure).
+// the loop structure). Below, the query rows in the lanes; with the head dimension in the
+// lanes instead see emit_head_dim_lanes.
 //
 // Query rows sit in the vector lanes: lane r of vector v is row v * W + r of the tile, so
 // the running maximum m, the running sum l and the rescaling factor alpha are plain
@@ -58,6 +59,7 @@ class AttentionEmitter {
         fma_(llvm::Intrinsic::getDeclaration(&fe.module(), llvm::Intrinsic::fma, {vt_})) {}
 
   void emit() {
+    if (k_.head_dim_lanes) return emit_head_dim_lanes();
     length_ = fe_.emit(k_.length);
     rows_ = fe_.emit(k_.rows);
     llvm::Value* tile = mul(fe_.emit(k_.row_begin), i64(k_.output_row_stride));
@@ -104,6 +106,146 @@ class AttentionEmitter {
   }
 
  private:
+  // The head dimension in the lanes (schedule/attention_schedule.h, AttentionLanes::HeadDim):
+  // the tile's query rows one at a time, each with its own online softmax over key blocks.
+  // Q's row (D/W vectors) and O's row stay in registers; m, l and alpha are vectors whose
+  // lanes all hold the row's value; a block's scores go to a stack buffer of key_block
+  // floats (rounded up to W), then its probabilities.
+  void emit_head_dim_lanes() {
+    length_ = fe_.emit(k_.length);
+    rows_ = fe_.emit(k_.rows);
+    llvm::Value* row0 = fe_.emit(k_.row_begin);
+    llvm::Value* q_base =
+        fe_.element_ptr(k_.q, add(fe_.emit(k_.q_offset), mul(row0, i64(in_stride_))));
+    o_ = fe_.element_ptr(k_.output,
+                         add(fe_.emit(k_.output_offset), mul(row0, i64(k_.output_row_stride))));
+    k_base_ = fe_.element_ptr(k_.k, fe_.emit(k_.k_offset));
+    v_base_ = fe_.element_ptr(k_.v, fe_.emit(k_.v_offset));
+    if (k_.mask.defined()) mask_ = fe_.element_ptr(k_.mask, fe_.emit(k_.mask_offset));
+    const int64_t chunks = (k_.key_block + w_ - 1) / w_;
+    s_ = fe_.entry_alloca(f32_, uint64_t(chunks * w_), 64);
+    fe_.emit_loop(
+        i64(0), rows_,
+        [&](llvm::Value* r) {
+          llvm::Value* q_row = at(q_base, mul(r, i64(in_stride_)));
+          std::vector<llvm::Value*> q(d_vectors_);
+          for (int64_t c = 0; c < d_vectors_; ++c) q[c] = load_row(q_row, c);
+          // Carried: m, l, then O's row (d_vectors_ vectors).
+          Carried init{fconst(-INFINITY), fconst(0.0)};
+          for (int64_t c = 0; c < d_vectors_; ++c) init.push_back(fconst(0.0));
+          llvm::Value* blocks =
+              b_.CreateUDiv(add(length_, i64(k_.key_block - 1)), i64(k_.key_block));
+          Carried out = fe_.emit_loop(
+              i64(0), blocks, init,
+              [&](llvm::Value* block, const Carried& state) { return row_block(q, block, state); },
+              "attn_block");
+          llvm::Value* inv_l = b_.CreateFDiv(fconst(1.0), out[1]);
+          llvm::Value* o_row = at(o_, mul(r, i64(k_.output_row_stride)));
+          for (int64_t c = 0; c < d_vectors_; ++c) {
+            llvm::Value* x = b_.CreateFMul(out[2 + c], inv_l);
+            llvm::Value* ptr = at(o_row, i64(c * w_));
+            if (llvm::Value* mask = column_mask(c))
+              b_.CreateMaskedStore(x, ptr, llvm::Align(4), mask);
+            else
+              b_.CreateAlignedStore(x, ptr, llvm::Align(4));
+          }
+        },
+        "attn_row");
+  }
+
+  // One online-softmax step of one query row (q: its D/W vectors) over keys [j0, j0 + kv),
+  // j0 = block * key_block, kv = min(key_block, T - j0); state = {m, l, O's row}.
+  Carried row_block(const std::vector<llvm::Value*>& q, llvm::Value* block, const Carried& state) {
+    llvm::Value* j0 = mul(block, i64(k_.key_block));
+    llvm::Value* rest = b_.CreateSub(length_, j0);
+    llvm::Value* kv =
+        b_.CreateSelect(b_.CreateICmpSLT(rest, i64(k_.key_block)), rest, i64(k_.key_block), "keys");
+    llvm::Value* keys = at(k_base_, mul(j0, i64(in_stride_)));
+    llvm::Value* values = at(v_base_, mul(j0, i64(in_stride_)));
+    llvm::Value* mask = mask_ ? at(mask_, j0) : nullptr;
+
+    // Scores s[j] = scale q . K[j0 + j] (+ mask), `unroll` keys at a time; their maximum.
+    auto scores = [&](llvm::Value* j, int64_t n, const Carried& mx) {
+      Carried next = mx;
+      for (int64_t i = 0; i < n; ++i) {
+        llvm::Value* key = add(j, i64(i));
+        llvm::Value* k_row = at(keys, mul(key, i64(in_stride_)));
+        // Two chains of FMAs over D's vectors, then summed across the lanes.
+        llvm::Value* acc[2] = {fconst(0.0), fconst(0.0)};
+        for (int64_t c = 0; c < d_vectors_; ++c)
+          acc[c % 2] = fma(q[c], load_row(k_row, c), acc[c % 2]);
+        llvm::Value* x = b_.CreateFMul(lane_sum(b_.CreateFAdd(acc[0], acc[1])), fconst(k_.scale));
+        if (mask) x = b_.CreateFAdd(x, splat(b_.CreateLoad(f32_, at(mask, key))));
+        b_.CreateStore(b_.CreateExtractElement(x, uint64_t(0)), at(s_, key));
+        next[0] = b_.CreateMaxNum(next[0], x);
+      }
+      return next;
+    };
+    const int64_t u = k_.unroll;
+    llvm::Value* groups = b_.CreateUDiv(kv, i64(u));
+    Carried block_max = fe_.emit_loop(
+        i64(0), groups, Carried{fconst(-INFINITY)},
+        [&](llvm::Value* g, const Carried& mx) { return scores(mul(g, i64(u)), u, mx); },
+        "attn_dots");
+    if (u > 1)
+      block_max = fe_.emit_loop(
+          mul(groups, i64(u)), kv, block_max,
+          [&](llvm::Value* j, const Carried& mx) { return scores(j, 1, mx); }, "attn_dots_rest");
+
+    // m' = max(m, block max); alpha = exp(m - m'), against 0 while m' is still -inf.
+    llvm::Value* m_next = b_.CreateMaxNum(state[0], block_max[0]);
+    llvm::Value* shift =
+        b_.CreateSelect(b_.CreateFCmpOEQ(m_next, fconst(-INFINITY)), fconst(0.0), m_next);
+    llvm::Value* alpha = emit_exp(b_, b_.CreateFSub(state[0], shift));
+    // P = exp(S - m') in vectors of W keys (lanes past kv: not loaded, and 0), its sum.
+    std::vector<llvm::Constant*> lane_ids;
+    for (int64_t i = 0; i < w_; ++i) lane_ids.push_back(b_.getInt32(uint32_t(i)));
+    llvm::Value* lane = llvm::ConstantVector::get(lane_ids);
+    llvm::Value* kv32 = b_.CreateTrunc(kv, b_.getInt32Ty());
+    Carried sum = fe_.emit_loop(
+        i64(0), b_.CreateUDiv(add(kv, i64(w_ - 1)), i64(w_)), Carried{fconst(0.0)},
+        [&](llvm::Value* chunk, const Carried& partial) {
+          llvm::Value* j = mul(chunk, i64(w_));
+          llvm::Value* left = b_.CreateSub(kv32, b_.CreateTrunc(j, b_.getInt32Ty()));
+          llvm::Value* valid = b_.CreateICmpSLT(lane, b_.CreateVectorSplat(unsigned(w_), left));
+          llvm::Value* x = b_.CreateMaskedLoad(vt_, at(s_, j), llvm::Align(4), valid, fconst(0.0));
+          llvm::Value* p =
+              b_.CreateSelect(valid, emit_exp(b_, b_.CreateFSub(x, shift)), fconst(0.0));
+          b_.CreateAlignedStore(p, at(s_, j), llvm::Align(4));
+          return Carried{b_.CreateFAdd(partial[0], p)};
+        },
+        "attn_exp");
+    Carried next(state.size());
+    next[0] = m_next;
+    next[1] = fma(state[1], alpha, lane_sum(sum[0]));
+    // O = alpha O + sum_j P[j] V[j0 + j].
+    Carried o(state.begin() + 2, state.end());
+    for (llvm::Value*& x : o) x = b_.CreateFMul(x, alpha);
+    o = fe_.emit_loop(
+        i64(0), kv, o,
+        [&](llvm::Value* j, const Carried& acc) {
+          llvm::Value* v_row = at(values, mul(j, i64(in_stride_)));
+          llvm::Value* p = splat(b_.CreateLoad(f32_, at(s_, j)));
+          Carried out(acc.size());
+          for (int64_t c = 0; c < d_vectors_; ++c) out[c] = fma(p, load_row(v_row, c), acc[c]);
+          return out;
+        },
+        "attn_pv_row");
+    std::copy(o.begin(), o.end(), next.begin() + 2);
+    return next;
+  }
+
+  // The sum of x's lanes in every lane: log2(W) steps of adding x to its lanes swapped in
+  // halves, then quarters, ...
+  llvm::Value* lane_sum(llvm::Value* x) {
+    for (int64_t half = w_ / 2; half >= 1; half /= 2) {
+      std::vector<int> swap;
+      for (int64_t i = 0; i < w_; ++i) swap.push_back(int((i ^ half)));
+      x = b_.CreateFAdd(x, b_.CreateShuffleVector(x, swap));
+    }
+    return x;
+  }
+
   // One online-softmax step over keys [block * key_block, + kv), kv = min(key_block, T - j0).
   void key_block(llvm::Value* block, const std::vector<llvm::Value*>& m,
                  const std::vector<llvm::Value*>& l) {
