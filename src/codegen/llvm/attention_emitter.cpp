@@ -33,6 +33,7 @@
 #include "codegen/llvm/codegen_llvm.h"
 #include "lower/insert_packing.h"
 #include "support/error.h"
+#include "support/int_math.h"
 
 namespace dietcode::codegen {
 
@@ -107,10 +108,18 @@ class AttentionEmitter {
 
  private:
   // The head dimension in the lanes (schedule/attention_schedule.h, AttentionLanes::HeadDim):
-  // the tile's query rows one at a time, each with its own online softmax over key blocks.
-  // Q's row (D/W vectors) and O's row stay in registers; m, l and alpha are vectors whose
-  // lanes all hold the row's value; a block's scores go to a stack buffer of key_block
-  // floats (rounded up to W), then its probabilities.
+  // an online softmax over key blocks, each block in two passes over the tile's rows, so
+  // that the rows' independent work overlaps (one row's chain of dot product, maximum, exp
+  // and P V is ~110 cycles of latency at T = 1):
+  //   scores   per row: Q's row (D/W vectors, read in place) in registers, a score a dot
+  //            product over D summed across the lanes (`unroll` keys at a time), stored to
+  //            s[row]; the row's m', shift and alpha = exp(m - m') to stat
+  //   values   per row: P[j] = exp(S[j] - m') key by key (a splat: its sum needs no
+  //            reduction), l = alpha l + sum P, O_tile[row] = alpha O_tile + sum P[j] V[j]
+  //            (D/W vectors in registers; the sums from zero, so their FMAs need not wait
+  //            for alpha)
+  // then O = O_tile / l. Stack: s (query_tile x key_block), O_tile (query_tile x D'), stat
+  // (4 x query_tile: m, l, shift, alpha).
   void emit_head_dim_lanes() {
     length_ = fe_.emit(k_.length);
     rows_ = fe_.emit(k_.rows);
@@ -122,27 +131,108 @@ class AttentionEmitter {
     k_base_ = fe_.element_ptr(k_.k, fe_.emit(k_.k_offset));
     v_base_ = fe_.element_ptr(k_.v, fe_.emit(k_.v_offset));
     if (k_.mask.defined()) mask_ = fe_.element_ptr(k_.mask, fe_.emit(k_.mask_offset));
-    const int64_t chunks = (k_.key_block + w_ - 1) / w_;
-    s_ = fe_.entry_alloca(f32_, uint64_t(chunks * w_), 64);
+    const int64_t tile = k_.query_tile;
+    // Rows of s rounded up to W and a vector more: scores are stored as whole vectors from
+    // their key on, P's vectors whole too (a masked store is microcoded on AMD, lanes past
+    // the keys zero).
+    s_row_stride_ = round_up(k_.key_block, w_) + w_;
+    s_ = fe_.entry_alloca(f32_, uint64_t(tile * s_row_stride_), 64);
+    o_tile_ = fe_.entry_alloca(f32_, uint64_t(tile * d_vectors_ * w_), 64);
+    stat_ = fe_.entry_alloca(f32_, uint64_t(4 * tile), 64);
+    auto stat = [&](int64_t which, llvm::Value* r) { return at(stat_, add(i64(which * tile), r)); };
     fe_.emit_loop(
         i64(0), rows_,
         [&](llvm::Value* r) {
-          llvm::Value* q_row = at(q_base, mul(r, i64(in_stride_)));
-          std::vector<llvm::Value*> q(d_vectors_);
-          for (int64_t c = 0; c < d_vectors_; ++c) q[c] = load_row(q_row, c);
-          // Carried: m, l, then O's row (d_vectors_ vectors).
-          Carried init{fconst(-INFINITY), fconst(0.0)};
-          for (int64_t c = 0; c < d_vectors_; ++c) init.push_back(fconst(0.0));
-          llvm::Value* blocks =
-              b_.CreateUDiv(add(length_, i64(k_.key_block - 1)), i64(k_.key_block));
-          Carried out = fe_.emit_loop(
-              i64(0), blocks, init,
-              [&](llvm::Value* block, const Carried& state) { return row_block(q, block, state); },
-              "attn_block");
-          llvm::Value* inv_l = b_.CreateFDiv(fconst(1.0), out[1]);
+          b_.CreateStore(llvm::ConstantFP::get(f32_, -INFINITY), stat(0, r));
+          b_.CreateStore(llvm::ConstantFP::get(f32_, 0.0), stat(1, r));
+        },
+        "attn_init");
+    llvm::Value* blocks = b_.CreateUDiv(add(length_, i64(k_.key_block - 1)), i64(k_.key_block));
+    fe_.emit_loop(
+        i64(0), blocks,
+        [&](llvm::Value* block) {
+          llvm::Value* j0 = mul(block, i64(k_.key_block));
+          llvm::Value* rest = b_.CreateSub(length_, j0);
+          llvm::Value* kv = b_.CreateSelect(b_.CreateICmpSLT(rest, i64(k_.key_block)), rest,
+                                            i64(k_.key_block), "keys");
+          llvm::Value* keys = at(k_base_, mul(j0, i64(in_stride_)));
+          llvm::Value* values = at(v_base_, mul(j0, i64(in_stride_)));
+          llvm::Value* mask = mask_ ? at(mask_, j0) : nullptr;
+          fe_.emit_loop(
+              i64(0), rows_,
+              [&](llvm::Value* r) {
+                llvm::Value* q_row = at(q_base, mul(r, i64(in_stride_)));
+                llvm::Value* s_row = at(s_, mul(r, i64(s_row_stride_)));
+                llvm::Value* block_max = row_scores(q_row, keys, mask, kv, s_row);
+                llvm::Value* m = splat(b_.CreateLoad(f32_, stat(0, r)));
+                llvm::Value* m_next = b_.CreateMaxNum(m, block_max);
+                // Exponents against 0 while m' is still -inf (a block of masked keys).
+                llvm::Value* shift = b_.CreateSelect(b_.CreateFCmpOEQ(m_next, fconst(-INFINITY)),
+                                                     fconst(0.0), m_next);
+                llvm::Value* alpha = emit_exp(b_, b_.CreateFSub(m, shift));
+                b_.CreateStore(b_.CreateExtractElement(m_next, uint64_t(0)), stat(0, r));
+                b_.CreateStore(b_.CreateExtractElement(shift, uint64_t(0)), stat(2, r));
+                b_.CreateStore(b_.CreateExtractElement(alpha, uint64_t(0)), stat(3, r));
+              },
+              "attn_scores_rows");
+          llvm::Value* first = b_.CreateICmpEQ(block, i64(0));
+          fe_.emit_loop(
+              i64(0), rows_,
+              [&](llvm::Value* r) {
+                llvm::Value* s_row = at(s_, mul(r, i64(s_row_stride_)));
+                llvm::Value* shift = splat(b_.CreateLoad(f32_, stat(2, r)));
+                // P = exp(S - m') in vectors of W keys (lanes past kv neither loaded nor
+                // counted), stored over S, and their sum.
+                llvm::Value* kv32 = b_.CreateTrunc(kv, b_.getInt32Ty());
+                Carried p_sum = fe_.emit_loop(
+                    i64(0), b_.CreateUDiv(add(kv, i64(w_ - 1)), i64(w_)), Carried{fconst(0.0)},
+                    [&](llvm::Value* chunk, const Carried& partial) {
+                      llvm::Value* j = mul(chunk, i64(w_));
+                      llvm::Value* left = b_.CreateSub(kv32, b_.CreateTrunc(j, b_.getInt32Ty()));
+                      llvm::Value* valid =
+                          b_.CreateICmpSLT(lane_index(), b_.CreateVectorSplat(unsigned(w_), left));
+                      llvm::Value* x = b_.CreateMaskedLoad(vt_, at(s_row, j), llvm::Align(4), valid,
+                                                           fconst(0.0));
+                      llvm::Value* p = b_.CreateSelect(valid, emit_exp(b_, b_.CreateFSub(x, shift)),
+                                                       fconst(0.0));
+                      b_.CreateAlignedStore(p, at(s_row, j), llvm::Align(4));
+                      return Carried{b_.CreateFAdd(partial[0], p)};
+                    },
+                    "attn_exp_row");
+                Carried sums = fe_.emit_loop(
+                    i64(0), kv, Carried(size_t(1 + d_vectors_), fconst(0.0)),
+                    [&](llvm::Value* j, const Carried& acc) {
+                      llvm::Value* v_row = at(values, mul(j, i64(in_stride_)));
+                      llvm::Value* p = splat(b_.CreateLoad(f32_, at(s_row, j)));
+                      Carried out(acc.size());
+                      out[0] = acc[0];
+                      for (int64_t c = 0; c < d_vectors_; ++c)
+                        out[1 + c] = fma(p, load_row(v_row, c), acc[1 + c]);
+                      return out;
+                    },
+                    "attn_pv_row");
+                sums[0] = lane_sum(p_sum[0]);
+                llvm::Value* alpha = splat(b_.CreateLoad(f32_, stat(3, r)));
+                llvm::Value* l = splat(b_.CreateLoad(f32_, stat(1, r)));
+                b_.CreateStore(b_.CreateExtractElement(fma(l, alpha, sums[0]), uint64_t(0)),
+                               stat(1, r));
+                for (int64_t c = 0; c < d_vectors_; ++c) {
+                  // The first block's tile is uninitialized: never read.
+                  llvm::Value* o = b_.CreateSelect(first, sums[1 + c],
+                                                   fma(load(o_tile_at(r, c)), alpha, sums[1 + c]));
+                  store(o, o_tile_at(r, c));
+                }
+              },
+              "attn_values_rows");
+        },
+        "attn_block");
+    fe_.emit_loop(
+        i64(0), rows_,
+        [&](llvm::Value* r) {
+          llvm::Value* inv_l = b_.CreateFDiv(fconst(1.0), splat(b_.CreateLoad(f32_, stat(1, r))));
           llvm::Value* o_row = at(o_, mul(r, i64(k_.output_row_stride)));
           for (int64_t c = 0; c < d_vectors_; ++c) {
-            llvm::Value* x = b_.CreateFMul(out[2 + c], inv_l);
+            llvm::Value* x = b_.CreateFMul(load(o_tile_at(r, c)), inv_l);
             llvm::Value* ptr = at(o_row, i64(c * w_));
             if (llvm::Value* mask = column_mask(c))
               b_.CreateMaskedStore(x, ptr, llvm::Align(4), mask);
@@ -150,21 +240,15 @@ class AttentionEmitter {
               b_.CreateAlignedStore(x, ptr, llvm::Align(4));
           }
         },
-        "attn_row");
+        "attn_row_store");
   }
 
-  // One online-softmax step of one query row (q: its D/W vectors) over keys [j0, j0 + kv),
-  // j0 = block * key_block, kv = min(key_block, T - j0); state = {m, l, O's row}.
-  Carried row_block(const std::vector<llvm::Value*>& q, llvm::Value* block, const Carried& state) {
-    llvm::Value* j0 = mul(block, i64(k_.key_block));
-    llvm::Value* rest = b_.CreateSub(length_, j0);
-    llvm::Value* kv =
-        b_.CreateSelect(b_.CreateICmpSLT(rest, i64(k_.key_block)), rest, i64(k_.key_block), "keys");
-    llvm::Value* keys = at(k_base_, mul(j0, i64(in_stride_)));
-    llvm::Value* values = at(v_base_, mul(j0, i64(in_stride_)));
-    llvm::Value* mask = mask_ ? at(mask_, j0) : nullptr;
-
-    // Scores s[j] = scale q . K[j0 + j] (+ mask), `unroll` keys at a time; their maximum.
+  // Scores s_row[j] = scale q . K[j] (+ mask[j]) for j < kv, `unroll` keys at a time (q:
+  // the row of Q at q_row, D/W vectors); returns their maximum (in every lane).
+  llvm::Value* row_scores(llvm::Value* q_row, llvm::Value* keys, llvm::Value* mask, llvm::Value* kv,
+                          llvm::Value* s_row) {
+    std::vector<llvm::Value*> q(d_vectors_);
+    for (int64_t c = 0; c < d_vectors_; ++c) q[c] = load_row(q_row, c);
     auto scores = [&](llvm::Value* j, int64_t n, const Carried& mx) {
       Carried next = mx;
       for (int64_t i = 0; i < n; ++i) {
@@ -176,7 +260,10 @@ class AttentionEmitter {
           acc[c % 2] = fma(q[c], load_row(k_row, c), acc[c % 2]);
         llvm::Value* x = b_.CreateFMul(lane_sum(b_.CreateFAdd(acc[0], acc[1])), fconst(k_.scale));
         if (mask) x = b_.CreateFAdd(x, splat(b_.CreateLoad(f32_, at(mask, key))));
-        b_.CreateStore(b_.CreateExtractElement(x, uint64_t(0)), at(s_, key));
+        // A whole vector (every lane the score) from s[key] on, the next key's overwriting
+        // all but its first lane: P's first load then comes from one store, which store
+        // forwarding serves (one key, T = 1), where a scalar store would make it wait.
+        b_.CreateAlignedStore(x, at(s_row, key), llvm::Align(4));
         next[0] = b_.CreateMaxNum(next[0], x);
       }
       return next;
@@ -191,48 +278,14 @@ class AttentionEmitter {
       block_max = fe_.emit_loop(
           mul(groups, i64(u)), kv, block_max,
           [&](llvm::Value* j, const Carried& mx) { return scores(j, 1, mx); }, "attn_dots_rest");
+    return block_max[0];
+  }
 
-    // m' = max(m, block max); alpha = exp(m - m'), against 0 while m' is still -inf.
-    llvm::Value* m_next = b_.CreateMaxNum(state[0], block_max[0]);
-    llvm::Value* shift =
-        b_.CreateSelect(b_.CreateFCmpOEQ(m_next, fconst(-INFINITY)), fconst(0.0), m_next);
-    llvm::Value* alpha = emit_exp(b_, b_.CreateFSub(state[0], shift));
-    // P = exp(S - m') in vectors of W keys (lanes past kv: not loaded, and 0), its sum.
-    std::vector<llvm::Constant*> lane_ids;
-    for (int64_t i = 0; i < w_; ++i) lane_ids.push_back(b_.getInt32(uint32_t(i)));
-    llvm::Value* lane = llvm::ConstantVector::get(lane_ids);
-    llvm::Value* kv32 = b_.CreateTrunc(kv, b_.getInt32Ty());
-    Carried sum = fe_.emit_loop(
-        i64(0), b_.CreateUDiv(add(kv, i64(w_ - 1)), i64(w_)), Carried{fconst(0.0)},
-        [&](llvm::Value* chunk, const Carried& partial) {
-          llvm::Value* j = mul(chunk, i64(w_));
-          llvm::Value* left = b_.CreateSub(kv32, b_.CreateTrunc(j, b_.getInt32Ty()));
-          llvm::Value* valid = b_.CreateICmpSLT(lane, b_.CreateVectorSplat(unsigned(w_), left));
-          llvm::Value* x = b_.CreateMaskedLoad(vt_, at(s_, j), llvm::Align(4), valid, fconst(0.0));
-          llvm::Value* p =
-              b_.CreateSelect(valid, emit_exp(b_, b_.CreateFSub(x, shift)), fconst(0.0));
-          b_.CreateAlignedStore(p, at(s_, j), llvm::Align(4));
-          return Carried{b_.CreateFAdd(partial[0], p)};
-        },
-        "attn_exp");
-    Carried next(state.size());
-    next[0] = m_next;
-    next[1] = fma(state[1], alpha, lane_sum(sum[0]));
-    // O = alpha O + sum_j P[j] V[j0 + j].
-    Carried o(state.begin() + 2, state.end());
-    for (llvm::Value*& x : o) x = b_.CreateFMul(x, alpha);
-    o = fe_.emit_loop(
-        i64(0), kv, o,
-        [&](llvm::Value* j, const Carried& acc) {
-          llvm::Value* v_row = at(values, mul(j, i64(in_stride_)));
-          llvm::Value* p = splat(b_.CreateLoad(f32_, at(s_, j)));
-          Carried out(acc.size());
-          for (int64_t c = 0; c < d_vectors_; ++c) out[c] = fma(p, load_row(v_row, c), acc[c]);
-          return out;
-        },
-        "attn_pv_row");
-    std::copy(o.begin(), o.end(), next.begin() + 2);
-    return next;
+  // <0, 1, ..., W - 1> as 32-bit lanes.
+  llvm::Value* lane_index() {
+    std::vector<llvm::Constant*> lanes;
+    for (int64_t i = 0; i < w_; ++i) lanes.push_back(b_.getInt32(uint32_t(i)));
+    return llvm::ConstantVector::get(lanes);
   }
 
   // The sum of x's lanes in every lane: log2(W) steps of adding x to its lanes swapped in
@@ -447,6 +500,7 @@ class AttentionEmitter {
   llvm::IRBuilder<>& b_;
   const AttentionKernelNode& k_;
   const int64_t w_, row_vectors_, lanes_, d_, in_stride_, d_vectors_;
+  int64_t s_row_stride_ = 0;  // head-dim lanes: floats per row of s
   llvm::Type* f32_;
   llvm::FixedVectorType* vt_;
   llvm::Function* fma_;
