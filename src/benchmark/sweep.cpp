@@ -172,8 +172,13 @@ std::vector<schedule::AttentionSchedule> attention_sweep_grid(schedule::Isa isa,
   using schedule::AttentionParallel;
   std::vector<AttentionParallel> parallel{AttentionParallel::None};
   if (threads > 1) parallel = {AttentionParallel::Heads, AttentionParallel::HeadsAndQueryTiles};
-  return schedule::attention_schedule_grid(isa, parallel, {1, 8, 16, 24, 32}, {8, 32, 64, 128},
-                                           {1, 2, 4, 8});
+  std::vector<schedule::AttentionSchedule> grid = schedule::attention_schedule_grid(
+      isa, parallel, {1, 8, 16, 24, 32}, {8, 32, 64, 128}, {1, 2, 4, 8});
+  // The head dimension in the lanes, for short sequences.
+  for (const schedule::AttentionSchedule& s : schedule::attention_schedule_grid(
+           isa, parallel, {4, 16}, {64, 128}, {1, 2}, schedule::AttentionLanes::HeadDim))
+    grid.push_back(s);
+  return grid;
 }
 
 }  // namespace dietcode::bench

@@ -23,8 +23,9 @@ std::vector<schedule::RowSchedule> row_sweep_grid(schedule::Isa isa, int threads
 
 // The attention schedules tried on fused attention's every shape: query tiles 1, 8, 16,
 // 24, 32 x key blocks 8, 32, 64, 128 x unroll 1, 2, 4, 8 (those whose registers fit the
-// ISA); one
-// thread: no parallel loop; more: tasks over heads, and over heads and query tiles.
+// ISA), and with the head dimension in the lanes query tiles 4, 16 x key blocks 64, 128 x
+// unroll 1, 2; one thread: no parallel loop; more: tasks over heads, and over heads and
+// query tiles.
 std::vector<schedule::AttentionSchedule> attention_sweep_grid(schedule::Isa isa, int threads);
 
 }  // namespace dietcode::bench
