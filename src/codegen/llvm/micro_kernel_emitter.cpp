@@ -52,6 +52,25 @@ MicroKernelOperands emit_micro_kernel_operands(FunctionEmitter& fe, const MicroK
 
 namespace {
 
+// `then` where cond holds, else `otherwise`, both continuing after; `weights`: the
+// branch's weights, or null.
+void emit_if(llvm::IRBuilder<>& b, llvm::Value* cond, const char* name, llvm::MDNode* weights,
+             const std::function<void()>& then, const std::function<void()>& otherwise) {
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".then", fn);
+  llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".else", fn);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, std::string(name) + ".done", fn);
+  b.CreateCondBr(cond, then_bb, else_bb, weights);
+  b.SetInsertPoint(then_bb);
+  then();
+  b.CreateBr(done);
+  b.SetInsertPoint(else_bb);
+  otherwise();
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+}
+
 // One register tile of MR rows, rows row0 .. row0 + MR - 1 of the micro-kernel's operands,
 // all of them valid (the tile's own height, or a sub-tile of an edge: see
 // emit_micro_kernel).
@@ -92,17 +111,7 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
   llvm::MDNode* edges_rare = llvm::MDBuilder(ctx).createBranchWeights(1000, 1);
   auto branch = [&](llvm::Value* cond, const char* name, const std::function<void()>& then,
                     const std::function<void()>& otherwise) {
-    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".then", fn);
-    llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".else", fn);
-    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, std::string(name) + ".done", fn);
-    b.CreateCondBr(cond, then_bb, else_bb, edges_rare);
-    b.SetInsertPoint(then_bb);
-    then();
-    b.CreateBr(done);
-    b.SetInsertPoint(else_bb);
-    otherwise();
-    b.CreateBr(done);
-    b.SetInsertPoint(done);
+    emit_if(b, cond, name, edges_rare, then, otherwise);
   };
 
   auto c_ptr = [&](int64_t i, int64_t v) { return gep(c_rows[i], imm(v * W)); };
@@ -420,33 +429,18 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
   // every row computed is a row of C, at the cost of one more k-loop per power of two
   // below MR in the code (a tile that repeated its last valid row instead did MR rows of
   // work for m_valid).
-  llvm::LLVMContext& ctx = b.getContext();
-  llvm::Function* fn = b.GetInsertBlock()->getParent();
-  auto emit_if = [&](llvm::Value* cond, const char* name, llvm::MDNode* weights,
-                     const std::function<void()>& then, const std::function<void()>& otherwise) {
-    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".then", fn);
-    llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".else", fn);
-    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, std::string(name) + ".done", fn);
-    b.CreateCondBr(cond, then_bb, else_bb, weights);
-    b.SetInsertPoint(then_bb);
-    then();
-    b.CreateBr(done);
-    b.SetInsertPoint(else_bb);
-    otherwise();
-    b.CreateBr(done);
-    b.SetInsertPoint(done);
-  };
   llvm::Value* m_valid = ops.m_valid;
   emit_if(
-      b.CreateICmpEQ(m_valid, b.getInt64(mk.mr)), "m.whole",
-      llvm::MDBuilder(ctx).createBranchWeights(1000, 1),
+      b, b.CreateICmpEQ(m_valid, b.getInt64(mk.mr)), "m.whole",
+      llvm::MDBuilder(b.getContext()).createBranchWeights(1000, 1),
       [&] { emit_tile(fe, mk, ops, mk.mr, b.getInt64(0)); },
       [&] {
         int64_t h = 1;
         while (2 * h < mk.mr) h *= 2;
         for (; h >= 1; h /= 2)
           emit_if(
-              b.CreateICmpNE(b.CreateAnd(m_valid, b.getInt64(h)), b.getInt64(0)), "m.edge", nullptr,
+              b, b.CreateICmpNE(b.CreateAnd(m_valid, b.getInt64(h)), b.getInt64(0)), "m.edge",
+              nullptr,
               [&] {
                 // Rows below this sub-tile: the powers of two in m_valid above h.
                 emit_tile(fe, mk, ops, h, b.CreateAnd(m_valid, b.getInt64(~(2 * h - 1))));
