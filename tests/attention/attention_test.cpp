@@ -365,6 +365,21 @@ TEST(FusedAttention, ScheduleIsTypedData) {
                         R"({"kind":"attention","target":"cpu","isa":"avx2","query_tile":8,)"
                         R"("key_block":8,"unroll":2,"parallel":"rows"})"),
                     "parallel 'rows'");
+  // lanes: absent means queries (earlier files and digests unchanged); head_dim round-trips,
+  // changes the digest, and allows at most 4 keys at once.
+  EXPECT_EQ(text.find("lanes"), std::string::npos) << text;
+  schedule::AttentionSchedule d = a;
+  d.lanes = schedule::AttentionLanes::HeadDim;
+  std::string d_text = schedule::to_json_text(d);
+  EXPECT_NE(d_text.find(R"("lanes":"head_dim")"), std::string::npos) << d_text;
+  EXPECT_EQ(schedule::attention_schedule_from_json_text(d_text), d);
+  EXPECT_NE(d.digest(), a.digest());
+  EXPECT_USER_ERROR(schedule::attention_schedule_from_json_text(
+                        R"({"kind":"attention","target":"cpu","isa":"avx2","query_tile":8,)"
+                        R"("key_block":8,"unroll":2,"parallel":"heads","lanes":"rows"})"),
+                    "lanes 'rows'; expected queries or head_dim");
+  d.unroll = 5;
+  EXPECT_USER_ERROR(schedule::validate(d), "unroll = 5 with lanes head_dim");
   a.unroll = 9;
   EXPECT_USER_ERROR(schedule::validate(a), "unroll = 9");
   a.unroll = 4;
