@@ -92,17 +92,7 @@ class AttentionEmitter {
       store(b_.CreateFDiv(fconst(1.0), load(l[v])), stat_at(i64(v * w_)));
     fe_.emit_loop(
         i64(0), rows_,
-        [&](llvm::Value* r) {
-          llvm::Value* inv_l = splat(b_.CreateLoad(f32_, stat_at(r)));
-          for (int64_t c = 0; c < d_vectors_; ++c) {
-            llvm::Value* x = b_.CreateFMul(load(o_tile_at(r, c)), inv_l);
-            llvm::Value* ptr = at(o_, add(mul(r, i64(k_.output_row_stride)), i64(c * w_)));
-            if (llvm::Value* mask = column_mask(c))
-              b_.CreateMaskedStore(x, ptr, llvm::Align(4), mask);
-            else
-              b_.CreateAlignedStore(x, ptr, llvm::Align(4));
-          }
-        },
+        [&](llvm::Value* r) { store_output_row(r, splat(b_.CreateLoad(f32_, stat_at(r)))); },
         "attn_store");
   }
 
@@ -229,18 +219,9 @@ class AttentionEmitter {
     fe_.emit_loop(
         i64(0), rows_,
         [&](llvm::Value* r) {
-          llvm::Value* inv_l = b_.CreateFDiv(fconst(1.0), splat(b_.CreateLoad(f32_, stat(1, r))));
-          llvm::Value* o_row = at(o_, mul(r, i64(k_.output_row_stride)));
-          for (int64_t c = 0; c < d_vectors_; ++c) {
-            llvm::Value* x = b_.CreateFMul(load(o_tile_at(r, c)), inv_l);
-            llvm::Value* ptr = at(o_row, i64(c * w_));
-            if (llvm::Value* mask = column_mask(c))
-              b_.CreateMaskedStore(x, ptr, llvm::Align(4), mask);
-            else
-              b_.CreateAlignedStore(x, ptr, llvm::Align(4));
-          }
+          store_output_row(r, b_.CreateFDiv(fconst(1.0), splat(b_.CreateLoad(f32_, stat(1, r)))));
         },
-        "attn_row_store");
+        "attn_store");
   }
 
   // Scores s_row[j] = scale q . K[j] (+ mask[j]) for j < kv, `unroll` keys at a time (q:
@@ -452,6 +433,20 @@ class AttentionEmitter {
       }
     }
     return max;
+  }
+
+  // O's row r of the tile: O_tile[r] * inv_l (the last vector masked when W does not
+  // divide D).
+  void store_output_row(llvm::Value* r, llvm::Value* inv_l) {
+    llvm::Value* o_row = at(o_, mul(r, i64(k_.output_row_stride)));
+    for (int64_t c = 0; c < d_vectors_; ++c) {
+      llvm::Value* x = b_.CreateFMul(load(o_tile_at(r, c)), inv_l);
+      llvm::Value* ptr = at(o_row, i64(c * w_));
+      if (llvm::Value* mask = column_mask(c))
+        b_.CreateMaskedStore(x, ptr, llvm::Align(4), mask);
+      else
+        b_.CreateAlignedStore(x, ptr, llvm::Align(4));
+    }
   }
 
   // Lanes of output vector c that lie inside D, or null when all do.
