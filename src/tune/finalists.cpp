@@ -17,18 +17,22 @@ using schedule::AnySchedule;
 using AnySet = std::unordered_set<AnySchedule, schedule::AnyScheduleHash>;
 
 // Indices of about `count` declared shapes (sorted by their first variable) to measure
-// side by side: `count` spread geometrically over the list (geometric_positions), plus
-// count / 4 spread evenly, both ends included. Geometric because a kernel's padding and
-// occupancy change fastest at small extents (a 4-row tile wastes half its work at M = 2,
-// nothing at M = 4, and is as good at 100 as at 101): an even spread over M = 1..128
-// would sample only 1 and 13 below 13, and the kernels that win at 2 or 3 would never
-// reach the finals. The even share keeps the large shapes sampled too.
-std::vector<size_t> spread_sample(size_t n, int count) {
+// side by side: the first `dense` of them, `count` spread geometrically over the list
+// (geometric_positions), plus count / 4 spread evenly, both ends included. Geometric
+// because a kernel's padding and occupancy change fastest at small extents (a 4-row tile
+// wastes half its work at M = 2, nothing at M = 4, and is as good at 100 as at 101): an
+// even spread over M = 1..128 would sample only 1 and 13 below 13, and the kernels that
+// win at 2 or 3 would never reach the finals. Every one of the first `dense`, since there
+// each extent has its own best tile height (M = 8 and 16 fall between 7, 10, 13 and 18 of
+// the geometric spread; the dispatch chose a 7-row tile there from predictions, 0.65-0.83
+// of the sweep's best kernel). The even share keeps the large shapes sampled too.
+std::vector<size_t> spread_sample(size_t n, int count, int dense) {
   std::vector<size_t> out = geometric_positions(n, count);
   if (out.size() >= n || count <= 1) return out;
   int even = std::max(2, count / 4);
   for (int i = 0; i < even; ++i)
     out.push_back(size_t(std::llround(double(i) * double(n - 1) / double(even - 1))));
+  for (size_t i = 0; i < std::min(n, size_t(std::max(0, dense))); ++i) out.push_back(i);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -51,7 +55,7 @@ std::vector<FinalistWindow> plan_finalists(const std::vector<std::vector<int64_t
                                            const std::vector<int>& measured_best) {
   std::vector<FinalistWindow> out;
   if (candidates.empty()) return out;
-  std::vector<size_t> sample = spread_sample(declared.size(), params.shapes);
+  std::vector<size_t> sample = spread_sample(declared.size(), params.shapes, params.dense);
   std::vector<std::vector<size_t>> best;
   for (size_t s : sample) best.push_back(ranked(score[s]));
   for (size_t j = 0; j < sample.size(); ++j) {

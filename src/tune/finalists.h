@@ -38,6 +38,7 @@ namespace dietcode::tune {
 struct FinalistParams {
   int shapes = 16;         // declared shapes sampled geometrically, plus shapes / 4 evenly
                            // (all of them when fewer); 0: no finals
+  int dense = 16;          // and every one of the first (smallest) this many
   int per_shape = 3;       // best candidates of each sampled shape
   int max_per_window = 5;  // kernels timed side by side on one shape
   bool crosscheck = true;  // then the first selection's kernels on every finals shape,

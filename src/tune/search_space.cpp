@@ -274,14 +274,40 @@ MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
 }
 
 std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const {
-  // The tile heights that waste at most kSeedPadding of the rows, tallest first (more
-  // accumulators per loaded B vector), at most three of them.
+  // The widest tile the registers hold beside mr rows, no wider than N needs and than the
+  // sampled space goes (8 vectors); < 1 where no tile of mr rows fits.
+  auto widest_vectors = [&](int64_t mr) {
+    return std::min(
+        {schedule::max_tile_vectors(mr, vec_.registers), int64_t(8), ceil_div(e.n, vec_.width)});
+  };
+  // How much of the multiply-add rate a tile of mr rows x v vectors can use: enough
+  // independent accumulators (kSeedFullTile of the most any tile the registers hold has)
+  // and enough multiply-adds per loaded element (mr v / (mr + v) >= kSeedFmasPerLoad).
   const int64_t max_mr = schedule::max_tile_rows(1, vec_.registers);  // one vector wide
-  std::vector<int64_t> heights;
-  for (int64_t mr = std::min(max_mr, e.m); mr >= 1 && heights.size() < 3; --mr) {
+  int64_t most_accumulators = 1;
+  for (int64_t mr = 1; mr <= max_mr; ++mr)
+    most_accumulators =
+        std::max(most_accumulators, mr * schedule::max_tile_vectors(mr, vec_.registers));
+  auto tile_strength = [&](int64_t mr, int64_t v) {
+    const double acc = double(mr * v);
+    return std::min(1.0, acc / (kSeedFullTile * double(most_accumulators))) *
+           std::min(1.0, acc / double(mr + v) / kSeedFmasPerLoad);
+  };
+  // The tile heights that waste at most kSeedPadding of the rows, at most three of them,
+  // best first by the work each k-step of the widest tile beside them does:
+  // tile_strength (the tallest one-vector tiles that 32 registers allow are load-bound:
+  // 16 x 16 ran at 0.87 of an 8 x 48 tile at M = 16), then tallest (fewer tiles).
+  std::vector<std::pair<double, int64_t>> ranked_heights;  // (score, mr)
+  for (int64_t mr = std::min(max_mr, e.m); mr >= 1; --mr) {
     double used = double(e.m) / double(round_up(e.m, mr));
-    if (used >= 1.0 - kSeedPadding) heights.push_back(mr);
+    if (used < 1.0 - kSeedPadding || widest_vectors(mr) < 1) continue;
+    ranked_heights.push_back({used * tile_strength(mr, widest_vectors(mr)), mr});
   }
+  std::stable_sort(ranked_heights.begin(), ranked_heights.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first + 1e-9; });
+  std::vector<int64_t> heights;
+  for (size_t i = 0; i < ranked_heights.size() && heights.size() < 3; ++i)
+    heights.push_back(ranked_heights[i].second);
   std::vector<MicroKernelSchedule> out;
   const bool b_direct = !c_.b.constant && b_along_n_;
   // Blocks in L2 (half of it for each packed operand), the parallel axis where the tasks
@@ -351,12 +377,6 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
   // sequence): there each tile walks four ranges of k at once (k_streams), and the
   // tallest also with one, after the first.
   const bool streaming = e.m <= kStreamingRows && c_.b.constant;
-  // The widest tile the registers hold beside mr rows, no wider than N needs and than the
-  // sampled space goes (8 vectors); < 1 where no tile of mr rows fits.
-  auto widest_vectors = [&](int64_t mr) {
-    return std::min(
-        {schedule::max_tile_vectors(mr, vec_.registers), int64_t(8), ceil_div(e.n, vec_.width)});
-  };
   for (int64_t mr : heights) {
     MicroKernelSchedule s;
     s.isa = vec_.isa;

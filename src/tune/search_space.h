@@ -39,17 +39,16 @@ class SearchSpace {
   // Ansor-style seeds from sketch rules: for each declared shape, the micro-kernels
   // analysis says fit it: tile heights mr that cover its M with little padding (at most
   // kSeedPadding wasted rows), for each the widest NR tile the register file holds
-  // beside mr rows of accumulators, a k-block whose A and B micro-panels stay in L1,
-  // m and n blocks whose packed panels stay in L2 (split over the cores when threads
-  // > 1, parallel over M when M gives every core a task, else over N), the BLIS loop
-  // order; for a constant B and at most kStreamingRows rows (B streams from memory),
-  // each walking four ranges of k at once (k_streams), the tallest also with one; for K
-  // from kDeepK on the tallest also with k blocks of about kDeepK and A read in place; where A
-  // and B both run along k and N is at most kDotSeedColumns, a tile of dot products. A B
-  // that changes per call with rows along n (S V) is read in place, and A with it; a seed
-  // in place of at most kFewTilesPerHead multiply-adds per head comes first with the heads
-  // innermost, then as usual. Every
-  // seed is valid (schedule::bind);
+  // beside mr rows of accumulators (three heights, those whose tile can use the most of
+  // the multiply-add rate first, then the tallest), a k-block whose A and B micro-panels stay in
+  // L1, m and n blocks whose packed panels stay in L2 (split over the cores when threads > 1,
+  // parallel over M when M gives every core a task, else over N), the BLIS loop order; for a
+  // constant B and at most kStreamingRows rows (B streams from memory), each walking four ranges of
+  // k at once (k_streams), the tallest also with one; for K from kDeepK on the tallest also with k
+  // blocks of about kDeepK and A read in place; where A and B both run along k and N is at most
+  // kDotSeedColumns, a tile of dot products. A B that changes per call with rows along n (S V) is
+  // read in place, and A with it; a seed in place of at most kFewTilesPerHead multiply-adds per
+  // head comes first with the heads innermost, then as usual. Every seed is valid (schedule::bind);
   // deduplicated; ordered so that a prefix spreads over the shapes (each shape's best seed first;
   // shapes in geometric order, then from the ends inward).
   std::vector<schedule::MicroKernelSchedule> seeds_for_shapes() const;
@@ -61,6 +60,12 @@ class SearchSpace {
   };
   std::vector<RuleSeed> rule_seeds() const;
   static constexpr double kSeedPadding = 0.125;
+  // A seed's tile heights rank by the share of the multiply-add rate the widest tile
+  // beside them can use: full with kSeedFullTile of the most accumulators any tile the
+  // registers hold (AVX-512: 21 of 28; AVX2: 9 of 12) and kSeedFmasPerLoad multiply-adds
+  // per loaded element (8 x 48: 24 / 11; 16 x 16: 16 / 17, load-bound).
+  static constexpr double kSeedFullTile = 0.75;
+  static constexpr double kSeedFmasPerLoad = 1.5;
   // Rows up to which a product of constant fp32 B is bound by reading B (2 * M flops per
   // 4 bytes of B vs a core's ~7 flops per byte of DRAM bandwidth).
   static constexpr int64_t kStreamingRows = 16;
@@ -76,6 +81,8 @@ class SearchSpace {
   // the heads innermost (S V at T <= 16: 16 x 64 x 16).
   static constexpr int64_t kFewTilesPerHead = 16 * 64 * 16;
 
+  // One shape's seeds, best first, before rule_seeds drops those an earlier shape has.
+  std::vector<schedule::MicroKernelSchedule> seeds_for(const Extents& e) const;
   const ShapeExtents& extents() const { return extents_; }
   const te::Operator& op() const { return op_; }
   SpaceKind kind() const { return kind_; }
@@ -89,7 +96,6 @@ class SearchSpace {
   std::vector<int64_t> kc_choices(const Extents* fit) const;
   std::vector<int64_t> mc_choices(int64_t mr, int64_t kc, const Extents* fit) const;
   std::vector<int64_t> nc_choices(int64_t nr, int64_t kc, const Extents* fit) const;
-  std::vector<schedule::MicroKernelSchedule> seeds_for(const Extents& e) const;
   void sample_knobs(std::mt19937_64& rng, schedule::MicroKernelSchedule& s) const;
 
   te::Operator op_;

@@ -74,6 +74,7 @@ TEST(Finalists, EachSampledShapeMeetsItsBestAndItsNeighboursBest) {
   }
   FinalistParams p;
   p.shapes = 3;  // M = 1, 3 (geometric), 9
+  p.dense = 0;
   p.per_shape = 2;
   p.max_per_window = 4;
   std::vector<FinalistWindow> w = plan_finalists(shapes, ks, score, p);
@@ -100,6 +101,7 @@ TEST(Finalists, TheKernelMeasuredFastestAtAShapeJoinsItsWindow) {
   std::vector<std::vector<double>> score(shapes.size(), {5.0, 10.0, 9.0, 8.0});
   FinalistParams p;
   p.shapes = 3;  // M = 1, 3, 9
+  p.dense = 0;
   p.per_shape = 3;
   p.max_per_window = 4;
   std::vector<TuningRecord> records(3);
@@ -132,13 +134,22 @@ TEST(Finalists, TheKernelMeasuredFastestAtAShapeJoinsItsWindow) {
 }
 
 TEST(Finalists, SamplesSmallShapesDenselyAndLargeOnesEvenly) {
-  // The main job's 128 sequence lengths with the default 16: geometric 1, 2, 3, 4, 5, 6,
-  // 7, 10, 13, 18, 25, 35, 49, 67, 93, 128 (each past the last) and evenly 1, 43, 86, 128.
+  // The main job's 128 sequence lengths with the defaults: every one of 1..16, geometric
+  // 1, 2, 3, 4, 5, 6, 7, 10, 13, 18, 25, 35, 49, 67, 93, 128 (each past the last) and
+  // evenly 1, 43, 86, 128.
   std::vector<std::vector<int64_t>> shapes = range(1, 128);
   std::vector<schedule::AnySchedule> ks = {kernel(1)};
   std::vector<std::vector<double>> score(shapes.size(), std::vector<double>(1, 1.0));
   std::vector<FinalistWindow> w = plan_finalists(shapes, ks, score, FinalistParams{});
   std::vector<int64_t> sampled;
+  for (const FinalistWindow& one : w) sampled.push_back(one.shape[0]);
+  EXPECT_EQ(sampled, (std::vector<int64_t>{1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
+                                           14, 15, 16, 18, 25, 35, 43, 49, 67, 86, 93, 128}));
+  // Without the dense share: the geometric and even ones only.
+  FinalistParams sparse;
+  sparse.dense = 0;
+  w = plan_finalists(shapes, ks, score, sparse);
+  sampled.clear();
   for (const FinalistWindow& one : w) sampled.push_back(one.shape[0]);
   EXPECT_EQ(sampled, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 10, 13, 18, 25, 35, 43, 49, 67, 86,
                                            93, 128}));
@@ -234,6 +245,32 @@ TEST(Seeds, ValidAndCoverEachDeclaredShapeWithLittlePadding) {
     }
 }
 
+TEST(Seeds, TileHeightsWhoseWidestTileUsesTheMultiplyAddRateComeFirst) {
+  // AVX-512's 32 registers hold a 16 x 16 tile (16 accumulators, 17 loads per 16
+  // multiply-adds: load-bound) as well as 8 x 48 (24 accumulators, 11 loads per 24); at
+  // M = 16 the first seed is the strong tile that covers 16 rows exactly, and the deep
+  // seed (A in place, long k blocks) has that height too. On AVX2 (16 registers) the first
+  // seed of M = 16 has at least 9 accumulators (4 x 24), not 8 x 8 or 16 x 8.
+  te::Operator op = ops::dense(1, 128, 2304, 768);
+  for (schedule::Isa isa : {schedule::Isa::Avx512, schedule::Isa::Avx2}) {
+    const schedule::VectorIsa& vec = schedule::vector_isa(isa);
+    SearchSpace space(op, isa, 1, range(1, 128), SpaceKind::ShapeGeneric);
+    for (int64_t m : {8, 16, 128}) {
+      std::vector<schedule::MicroKernelSchedule> seeds = space.seeds_for(space.extents()[m - 1]);
+      ASSERT_FALSE(seeds.empty()) << "M=" << m;
+      const schedule::MicroKernelSchedule* first = &seeds.front();
+      const schedule::MicroKernelSchedule* deep = nullptr;
+      for (const schedule::MicroKernelSchedule& s : seeds)
+        if (!deep && s.pack_a == schedule::PackA::Direct) deep = &s;
+      const int64_t accumulators = first->mr * (first->nr / vec.width);
+      EXPECT_GE(accumulators, isa == schedule::Isa::Avx512 ? 21 : 9)
+          << "M=" << m << ": " << schedule::to_json_text(*first);
+      EXPECT_EQ(m % first->mr, 0) << "M=" << m;
+      if (deep) EXPECT_EQ(deep->mr, first->mr) << "M=" << m;
+    }
+  }
+}
+
 TEST(Seeds, ShortProductsOfConstantBWalkFourRangesOfK) {
   // Up to kStreamingRows rows the weights stream from memory: such a shape's tiles walk
   // four ranges of k (k_streams = 4), and its tallest tile comes with one range too;
@@ -297,6 +334,18 @@ TEST(Seeds, ShortScoresGetDotProductTilesFirst) {
   std::vector<SearchSpace::RuleSeed> seeds = space.rule_seeds();
   for (const SearchSpace::RuleSeed& r : seeds) {
     const int64_t n = space.extents()[r.shape].n;
+    // A shape whose own dot tile was already listed for another shape (T = 8 and T = 4
+    // share 4 x 2) starts with its next seed; it counts as first when that dot tile pads
+    // neither its rows nor its columns.
+    if (!first.count(n) && r.schedule.vector_axis != schedule::Axis::K)
+      for (const SearchSpace::RuleSeed& d : seeds) {
+        if (&d == &r) break;
+        if (d.schedule.vector_axis == schedule::Axis::K && n % d.schedule.mr == 0 &&
+            n % d.schedule.nr == 0) {
+          first.emplace(n, &d.schedule);
+          break;
+        }
+      }
     first.emplace(n, &r.schedule);
     if (r.schedule.vector_axis != schedule::Axis::K) continue;
     dot_shapes.insert(n);
