@@ -398,7 +398,10 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
   // Long k blocks with A read in place, for the tallest tile of a product at least kDeepK
   // long in k (BERT's dense layers, K = 768 and 3072): C is loaded and stored once per
   // ~768 k-steps instead of once per L1 block, A's rows stay in L1 across the N tiles and
-  // B streams through L2 (the sweep oracle's winners at most M there).
+  // B streams through L2 (the sweep oracle's winners at most M there: AVX-512, M = 8 to
+  // 77 of the 2304 x 768 layer). It comes first where the weights do not stream from
+  // memory (more than kStreamingRows rows), else second: listed after the three heights,
+  // it was a fourth-rank seed that round 1 never measured.
   if (!heights.empty() && max_.k >= kDeepK && widest_vectors(heights.front()) >= 1) {
     MicroKernelSchedule s;
     s.isa = vec_.isa;
@@ -413,7 +416,12 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     if (out.size() > before) {
       out.back().pack_a = schedule::PackA::Direct;
       out.back().inner_tile_loop = Axis::N;
-      if (!valid(out.back())) out.pop_back();
+      if (!valid(out.back())) {
+        out.pop_back();
+      } else {
+        const size_t at = std::min(before, size_t(e.m > kStreamingRows ? 0 : 1));
+        std::rotate(out.begin() + static_cast<std::ptrdiff_t>(at), out.end() - 1, out.end());
+      }
     }
   }
   // Dot products for a few columns: first among the shape's seeds for the fewest.

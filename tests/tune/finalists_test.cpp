@@ -249,8 +249,8 @@ TEST(Seeds, TileHeightsWhoseWidestTileUsesTheMultiplyAddRateComeFirst) {
   // AVX-512's 32 registers hold a 16 x 16 tile (16 accumulators, 17 loads per 16
   // multiply-adds: load-bound) as well as 8 x 48 (24 accumulators, 11 loads per 24); at
   // M = 16 the first seed is the strong tile that covers 16 rows exactly, and the deep
-  // seed (A in place, long k blocks) has that height too. On AVX2 (16 registers) the first
-  // seed of M = 16 has at least 9 accumulators (4 x 24), not 8 x 8 or 16 x 8.
+  // seed (A in place, long k blocks) has that height too and comes early. On AVX2 (16 registers)
+  // the first seed of M = 16 has at least 9 accumulators (4 x 24), not 8 x 8 or 16 x 8.
   te::Operator op = ops::dense(1, 128, 2304, 768);
   for (schedule::Isa isa : {schedule::Isa::Avx512, schedule::Isa::Avx2}) {
     const schedule::VectorIsa& vec = schedule::vector_isa(isa);
@@ -266,7 +266,11 @@ TEST(Seeds, TileHeightsWhoseWidestTileUsesTheMultiplyAddRateComeFirst) {
       EXPECT_GE(accumulators, isa == schedule::Isa::Avx512 ? 21 : 9)
           << "M=" << m << ": " << schedule::to_json_text(*first);
       EXPECT_EQ(m % first->mr, 0) << "M=" << m;
-      if (deep) EXPECT_EQ(deep->mr, first->mr) << "M=" << m;
+      // K = 768: a deep seed, first where the weights stay in cache, second behind the
+      // streaming tile where they stream from memory (M <= kStreamingRows).
+      ASSERT_NE(deep, nullptr) << "M=" << m;
+      EXPECT_EQ(deep->mr, first->mr) << "M=" << m;
+      EXPECT_EQ(deep - seeds.data(), m > SearchSpace::kStreamingRows ? 0 : 1) << "M=" << m;
     }
   }
 }
