@@ -44,7 +44,8 @@ constexpr int64_t kL1Bytes = 32 * 1024, kL2Bytes = 1024 * 1024;
 }  // namespace
 
 SearchSpace::SearchSpace(const te::Operator& op, schedule::Isa isa, int threads,
-                         std::vector<std::vector<int64_t>> shapes, SpaceKind kind)
+                         std::vector<std::vector<int64_t>> shapes, SpaceKind kind,
+                         bool cold_weights)
     : op_(op),
       c_(ops::match_contraction(op)),
       dot_(schedule::operands_contiguous_along_k(c_)),
@@ -52,7 +53,8 @@ SearchSpace::SearchSpace(const te::Operator& op, schedule::Isa isa, int threads,
       vec_(schedule::vector_isa(isa)),
       threads_(threads),
       extents_(op, shapes),
-      kind_(kind) {
+      kind_(kind),
+      cold_weights_(cold_weights) {
   if (shapes.empty()) user_error("operator {}: no shapes to tune for", op.name);
   if (kind == SpaceKind::Divisors && shapes.size() != 1)
     internal_error(__FILE__, __LINE__, "the divisor space is for one shape");
@@ -399,9 +401,9 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
   // long in k (BERT's dense layers, K = 768 and 3072): C is loaded and stored once per
   // ~768 k-steps instead of once per L1 block, A's rows stay in L1 across the N tiles and
   // B streams through L2 (the sweep oracle's winners at most M there: AVX-512, M = 8 to
-  // 77 of the 2304 x 768 layer). It comes first where the weights do not stream from
-  // memory (more than kStreamingRows rows), else second: listed after the three heights,
-  // it was a fourth-rank seed that round 1 never measured.
+  // 77 of the 2304 x 768 layer). It comes first, except behind the streaming tile where
+  // cold weights stream from memory (at most kStreamingRows rows): listed after the three
+  // heights, it was a fourth-rank seed that round 1 never measured.
   if (!heights.empty() && max_.k >= kDeepK && widest_vectors(heights.front()) >= 1) {
     MicroKernelSchedule s;
     s.isa = vec_.isa;
@@ -419,7 +421,7 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
       if (!valid(out.back())) {
         out.pop_back();
       } else {
-        const size_t at = std::min(before, size_t(e.m > kStreamingRows ? 0 : 1));
+        const size_t at = std::min(before, size_t(cold_weights_ && streaming ? 1 : 0));
         std::rotate(out.begin() + static_cast<std::ptrdiff_t>(at), out.end() - 1, out.end());
       }
     }

@@ -26,10 +26,12 @@ enum class SpaceKind { ShapeGeneric, Divisors };
 
 class SearchSpace {
  public:
-  // `shapes`: the shapes tuned for (one shape for Divisors). Throws dietcode::Error if
-  // no micro-kernel is valid for the operator.
+  // `shapes`: the shapes tuned for (one shape for Divisors). `cold_weights`: each call
+  // meets its constant operand in memory, not in cache (MeasureOptions::cold_weights, a
+  // model's layers); it orders the seeds. Throws dietcode::Error if no micro-kernel is
+  // valid for the operator.
   SearchSpace(const te::Operator& op, schedule::Isa isa, int threads,
-              std::vector<std::vector<int64_t>> shapes, SpaceKind kind);
+              std::vector<std::vector<int64_t>> shapes, SpaceKind kind, bool cold_weights = false);
 
   schedule::MicroKernelSchedule sample(std::mt19937_64& rng) const;
   // A valid neighbour of `s` tuned toward shape `shape_index`; nullopt if none found.
@@ -107,6 +109,7 @@ class SearchSpace {
   ShapeExtents extents_;
   Extents max_;  // largest extent of each axis over the shapes
   SpaceKind kind_;
+  bool cold_weights_;
 };
 
 }  // namespace dietcode::tune

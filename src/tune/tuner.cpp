@@ -147,7 +147,8 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
   TuneReport report;
   te::Operator op = o.op.build();
   std::vector<std::vector<int64_t>> shapes = o.op.declared_shapes();
-  SearchSpace space(op, codegen::host_target().isa, o.threads, shapes, SpaceKind::ShapeGeneric);
+  SearchSpace space(op, codegen::host_target().isa, o.threads, shapes, SpaceKind::ShapeGeneric,
+                    o.measure.cold_weights);
   CostModel model(op, o.threads);
   Progress progress(o.label, o.trials, o.quiet, "GFLOP/s", o.whole);
   resume_joint_progress(progress, records, o);

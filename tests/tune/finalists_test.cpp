@@ -266,21 +266,28 @@ TEST(Seeds, TileHeightsWhoseWidestTileUsesTheMultiplyAddRateComeFirst) {
       EXPECT_GE(accumulators, isa == schedule::Isa::Avx512 ? 21 : 9)
           << "M=" << m << ": " << schedule::to_json_text(*first);
       EXPECT_EQ(m % first->mr, 0) << "M=" << m;
-      // K = 768: a deep seed, first where the weights stay in cache, second behind the
-      // streaming tile where they stream from memory (M <= kStreamingRows).
+      // K = 768: a deep seed, first; with cold weights second behind the streaming tile
+      // where they stream from memory (M <= kStreamingRows).
       ASSERT_NE(deep, nullptr) << "M=" << m;
       EXPECT_EQ(deep->mr, first->mr) << "M=" << m;
-      EXPECT_EQ(deep - seeds.data(), m > SearchSpace::kStreamingRows ? 0 : 1) << "M=" << m;
+      EXPECT_EQ(deep, first) << "M=" << m;
+      SearchSpace cold(op, isa, 1, range(1, 128), SpaceKind::ShapeGeneric, /*cold_weights=*/true);
+      std::vector<schedule::MicroKernelSchedule> cold_seeds = cold.seeds_for(cold.extents()[m - 1]);
+      ASSERT_GE(cold_seeds.size(), 2u);
+      const size_t deep_at = m > SearchSpace::kStreamingRows ? 0 : 1;
+      EXPECT_EQ(cold_seeds[deep_at], *deep) << "M=" << m;
+      if (deep_at == 1) EXPECT_EQ(cold_seeds[0].k_streams, 4) << "M=" << m;
     }
   }
 }
 
 TEST(Seeds, ShortProductsOfConstantBWalkFourRangesOfK) {
-  // Up to kStreamingRows rows the weights stream from memory: such a shape's tiles walk
+  // Up to kStreamingRows rows cold weights stream from memory: such a shape's tiles walk
   // four ranges of k (k_streams = 4), and its tallest tile comes with one range too;
   // longer shapes and a B that changes per call (attention) get one range.
   te::Operator op = ops::dense(1, 128, 2304, 768);
-  SearchSpace space(op, schedule::Isa::Avx2, 1, range(1, 128), SpaceKind::ShapeGeneric);
+  SearchSpace space(op, schedule::Isa::Avx2, 1, range(1, 128), SpaceKind::ShapeGeneric,
+                    /*cold_weights=*/true);
   std::vector<SearchSpace::RuleSeed> seeds = space.rule_seeds();
   size_t streamed = 0;
   for (const SearchSpace::RuleSeed& r : seeds) {
