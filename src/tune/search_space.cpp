@@ -397,7 +397,7 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
         out.push_back(one);
     }
   }
-  // Long k blocks with A read in place, for the tallest tile of a product at least kDeepK
+  // Long k blocks with A read in place, for the first height's tile of a product at least kDeepK
   // long in k (BERT's dense layers, K = 768 and 3072): C is loaded and stored once per
   // ~768 k-steps instead of once per L1 block, A's rows stay in L1 across the N tiles and
   // B streams through L2 (the sweep oracle's winners at most M there: AVX-512, M = 8 to

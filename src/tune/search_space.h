@@ -46,13 +46,14 @@ class SearchSpace {
   // L1, m and n blocks whose packed panels stay in L2 (split over the cores when threads > 1,
   // parallel over M when M gives every core a task, else over N), the BLIS loop order; for a
   // constant B and at most kStreamingRows rows (B streams from memory), each walking four ranges of
-  // k at once (k_streams), the tallest also with one; for K from kDeepK on the tallest also with k
-  // blocks of about kDeepK and A read in place; where A and B both run along k and N is at most
-  // kDotSeedColumns, a tile of dot products. A B that changes per call with rows along n (S V) is
-  // read in place, and A with it; a seed in place of at most kFewTilesPerHead multiply-adds per
-  // head comes first with the heads innermost, then as usual. Every seed is valid (schedule::bind);
-  // deduplicated; ordered so that a prefix spreads over the shapes (each shape's best seed first;
-  // shapes in geometric order, then from the ends inward).
+  // k at once (k_streams), the tallest also with one; for K from kDeepK on the first height also
+  // with k blocks of about kDeepK and A read in place, first (with cold weights behind the
+  // streaming tile); where A and B both run along k and N is at most kDotSeedColumns, a tile of dot
+  // products. A B that changes per call with rows along n (S V) is read in place, and A with it; a
+  // seed in place of at most kFewTilesPerHead multiply-adds per head comes first with the heads
+  // innermost, then as usual. Every seed is valid (schedule::bind); deduplicated; ordered so that a
+  // prefix spreads over the shapes (each shape's best seed first; shapes in geometric order, then
+  // from the ends inward).
   std::vector<schedule::MicroKernelSchedule> seeds_for_shapes() const;
   // The same seeds, each with the index of the declared shape it was made for: the tuner
   // measures a seed there (a streaming tile for M = 1 says little at its best fit).
