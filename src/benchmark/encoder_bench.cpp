@@ -43,11 +43,16 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Median, best and worst of `repeat` timed calls after a warm-up: engines are timed one
-// after another with sleeps between them (a BLAS's workers must stop spinning); without
-// it the engine timed first after a sleep (ours) would be timed on a slow core.
+// Engines are timed one after another with waits between them (a BLAS's workers must stop
+// spinning), and both vCPUs of an idle VM come back slow: with a 5 ms warm-up our 1-layer
+// encoder at 2 threads and T = 2..13 ran at 0.33-1.17 ms from run to run, 0.27 ms when
+// called back to back (`dietcode run`). So every engine runs untimed for this long first,
+// as ONNX Runtime's script, which times every length back to back, effectively does.
+constexpr double kEncoderWarmUpSeconds = 0.05;
+
+// Median, best and worst of `repeat` timed calls after the warm-up.
 EncoderMeasurement time_calls(int repeat, const std::function<void()>& call) {
-  warm_up(call, kWarmUpSecondsAfterIdle);
+  warm_up(call, kEncoderWarmUpSeconds);
   std::vector<double> ms;
   for (int i = 0; i < repeat; ++i) {
     auto start = Clock::now();
@@ -225,6 +230,17 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
     if (!o.quiet) fmt::print(stderr, "note: {}\n", text);
     r.notes.push_back(std::move(text));
   };
+  // Before each engine is timed, the threads of the one before (a BLAS's busy-waiting
+  // workers, our pool's) go idle: at least 0.1 s, at most 2 s (noted once if not).
+  bool busy_noted = false;
+  auto settle = [&] {
+    if (!wait_for_idle_threads(0.1, 2.0).quiet && !busy_noted) {
+      busy_noted = true;
+      note(
+          "another thread of this process was still running 2 s after an engine's calls; "
+          "timings beside it share the cores");
+    }
+  };
   const int64_t max_layers = *std::max_element(o.layers.begin(), o.layers.end());
 
   const std::string weights = resolve_weights(o, max_layers);
@@ -310,6 +326,7 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
         write_floats(io / fmt::format("input-{}.bin", t), x);
         roofline_ms[t] = 1e3 * std::max(m.graph().flops(t) / (roof.peak_gflops * 1e9),
                                         weight_bytes / (level.gbps * 1e9));
+        settle();
         add(t, "dietcode", time_calls(o.repeat, [&] { m.forward(x.data(), t, y.data()); }), 0);
         ours[t] = y;
         if (layers * t <= 24) {  // cheap enough: ours against the float64 encoder too
@@ -323,9 +340,9 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
             EncoderMeasurement e =
                 time_calls(o.repeat, [&] { peer->forward(x.data(), t, peer_y.data()); });
             add(t, peer->name(), e, relative_difference(peer_y, y));
-            // Its BLAS's workers spin for ~0.07 s after a call (OpenBLAS's THREAD_TIMEOUT);
-            // let them sleep before the next engine is timed.
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            // Its BLAS's workers busy-wait after a call (OpenBLAS's pthreads: 2^28 TSC
+            // cycles, 0.13 s here); the next engine is timed once they are idle.
+            settle();
           } catch (const std::exception& e) {
             note(fmt::format("{} T = {}: {}", peer->name(), t, e.what()));
           }

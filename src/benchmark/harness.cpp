@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -615,7 +618,7 @@ class BenchRun {
         v.run();
         double screen = 1e30;
         for (int r = 0; r < 3; ++r) screen = std::min(screen, time_once(v.run));
-        if (o_.threads > 1) sleep_for(idle_spin_[peer->name()]);
+        if (o_.threads > 1) settle(idle_spin_[peer->name()]);
         if (!mine || screen < mine->screen)
           mine = Candidate{peer->name(), fmt::format("{}[{}]", peer->name(), v.label), v.run, 0,
                            screen};
@@ -753,7 +756,7 @@ class BenchRun {
   template <typename Data>
   void check_and_screen(const WorkloadLayer& layer, int64_t t, std::vector<Candidate>& candidates,
                         Data& data) {
-    if (o_.threads > 1) sleep_for(max_idle_spin_);
+    if (o_.threads > 1) settle(max_idle_spin_);
     for (Candidate& c : candidates) {
       data.poison();
       c.run();
@@ -767,7 +770,7 @@ class BenchRun {
       c.screen = 1e30;
       warm_up(c.run, warm_up_seconds());
       for (int r = 0; r < 3; ++r) c.screen = std::min(c.screen, time_once(c.run));
-      if (o_.threads > 1 && idle_spin_.count(c.impl)) sleep_for(idle_spin_[c.impl]);
+      if (o_.threads > 1 && idle_spin_.count(c.impl)) settle(idle_spin_[c.impl]);
     }
   }
 
@@ -795,7 +798,7 @@ class BenchRun {
                                    burst_times.end());
         round_medians[impl].push_back(median(burst_times));
         if (o_.threads > 1)  // every library's spinning workers go idle before the next burst
-          sleep_for(max_idle_spin_);
+          settle(max_idle_spin_);
       }
     timings.spread = 1;
     for (auto& [impl, medians] : round_medians)
@@ -888,8 +891,15 @@ class BenchRun {
     }
   }
 
-  static void sleep_for(double seconds) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  // Sleeps at least `seconds` (what a peer says its workers spin), then until the other
+  // threads are measured idle (at most 1 s; a pool still busy then is noted once).
+  void settle(double seconds) {
+    if (!wait_for_idle_threads(seconds, 1.0).quiet && !busy_noted_) {
+      busy_noted_ = true;
+      note(
+          "another thread of this process was still running 1 s after a burst (a library's "
+          "workers that do not go idle); timings beside it share the cores");
+    }
   }
 
   const BenchOptions& o_;
@@ -899,6 +909,7 @@ class BenchRun {
   std::set<std::string> row_notes_;          // peer + reason: row operators it skipped
   std::map<std::string, double> idle_spin_;  // peer -> how long its workers spin
   double max_idle_spin_ = 0;
+  bool busy_noted_ = false;
   std::mt19937_64 rng_{2024};
 };
 
@@ -912,6 +923,50 @@ std::string default_peers_dir() {
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? "peers" : (exe.parent_path() / "peers").string();
+}
+
+namespace {
+
+// CPU time of every thread of this process but the caller, in ns. A thread's CPU clock is
+// named by its TID (Linux: CPUCLOCK_SCHED of the thread, what pthread_getcpuclockid gives
+// for a pthread_t); a thread that exits between listing and reading counts nothing.
+int64_t other_threads_cpu_ns() {
+  const pid_t self = static_cast<pid_t>(syscall(SYS_gettid));
+  int64_t total = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    pid_t tid = 0;
+    try {
+      tid = static_cast<pid_t>(std::stol(entry.path().filename().string()));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (tid == self) continue;
+    const clockid_t clock = static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6);
+    timespec ts{};
+    if (clock_gettime(clock, &ts) == 0) total += int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  }
+  return total;
+}
+
+}  // namespace
+
+IdleWait wait_for_idle_threads(double min_seconds, double max_seconds) {
+  constexpr auto kInterval = std::chrono::milliseconds(5);
+  constexpr int64_t kQuietNs = 250'000;  // 5% of the interval
+  const auto start = Clock::now();
+  auto waited = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  int quiet_intervals = 0;
+  int64_t before = other_threads_cpu_ns();
+  while (true) {
+    std::this_thread::sleep_for(kInterval);
+    const int64_t after = other_threads_cpu_ns();
+    quiet_intervals = after - before < kQuietNs ? quiet_intervals + 1 : 0;
+    before = after;
+    const double w = waited();
+    if (quiet_intervals >= 2 && w >= min_seconds) return {w, true};
+    if (w >= max_seconds) return {w, false};
+  }
 }
 
 void warm_up(const std::function<void()>& fn, double seconds) {

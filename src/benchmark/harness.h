@@ -60,4 +60,16 @@ constexpr double kWarmUpSecondsAfterIdle = 0.005;
 // Runs `fn` once, or for at least `seconds`.
 void warm_up(const std::function<void()>& fn, double seconds);
 
+// Waits until the other threads of this process stop running: a library's pool keeps its
+// workers busy-waiting after a call (OpenBLAS's pthreads for 2^28 TSC cycles: 0.13 s on a
+// 2.1 GHz TSC; libgomp's for a shorter while), and what is timed next on the same cores
+// would share them. Quiet: the others' CPU time (their thread CPU clocks) grew by less
+// than 5% of two consecutive 5 ms intervals. Waits at least `min_seconds`, at most
+// `max_seconds`.
+struct IdleWait {
+  double seconds = 0;  // waited
+  bool quiet = false;  // false: still busy at max_seconds
+};
+IdleWait wait_for_idle_threads(double min_seconds, double max_seconds);
+
 }  // namespace dietcode::bench
