@@ -165,10 +165,12 @@ void print(const Stmt& s, int indent, std::string& out) {
     }
     case StmtKind::MicroKernel: {
       const auto* n = s.as<MicroKernelNode>();
-      out += fmt::format("{}micro_kernel<{}x{}{}, unroll {}{}>(k < {}, valid {} x {})\n", pad,
-                         n->mr, n->nr, n->dot ? " dot products" : "", n->unroll_k,
-                         n->k_streams > 1 ? fmt::format(", {} k-streams", n->k_streams) : "",
-                         to_string(n->k_extent), to_string(n->m_valid), to_string(n->n_valid));
+      out += fmt::format(
+          "{}micro_kernel<{}x{}{}, unroll {}{}{}>(k < {}, valid {} x {})\n", pad, n->mr, n->nr,
+          n->dot ? " dot products" : "", n->unroll_k,
+          n->k_streams > 1 ? fmt::format(", {} k-streams", n->k_streams) : "",
+          n->prefetch_b > 0 ? fmt::format(", B prefetched {} ahead", n->prefetch_b) : "",
+          to_string(n->k_extent), to_string(n->m_valid), to_string(n->n_valid));
       out +=
           fmt::format("{}  A: {}\n{}  B: {}{}\n", pad, operand_text(n->a), pad, operand_text(n->b),
                       n->dot          ? " (in place, columns along k)"

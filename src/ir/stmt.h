@@ -168,9 +168,10 @@ struct EpilogueOperand {
 struct MicroKernelNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::MicroKernel;
   int64_t mr, nr, unroll_k;
-  int64_t k_streams = 1;  // contiguous k ranges walked at once (at least the tile's copies)
-  int64_t k_block = 0;    // the length of most k blocks (the schedule's kc), or 0 if unknown
-  int64_t vector_width;   // fp32 lanes of the schedule's ISA; nr is a multiple
+  int64_t k_streams = 1;   // contiguous k ranges walked at once (at least the tile's copies)
+  int64_t prefetch_b = 0;  // k-steps ahead that each k-step prefetches B's row (0: none)
+  int64_t k_block = 0;     // the length of most k blocks (the schedule's kc), or 0 if unknown
+  int64_t vector_width;    // fp32 lanes of the schedule's ISA; nr is a multiple
   TileOperand a, b;
   Expr k_extent;
   Buffer c;

@@ -82,6 +82,7 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
   mk.nr = s.nr;
   mk.unroll_k = s.unroll_k;
   mk.k_streams = s.k_streams;
+  mk.prefetch_b = s.prefetch_b;
   mk.k_block = s.kc;
   mk.vector_width = schedule::vector_isa(s.isa).width;
   mk.k_extent = Var(k.len);

@@ -352,9 +352,10 @@ std::string kernels_section(const OperatorResult& op, const std::vector<ShapeRow
            s.k_streams > 1 ? fmt::format("{} x {} streams", s.unroll_k, s.k_streams)
                            : std::to_string(s.unroll_k),
            s.pack_a == schedule::PackA::Packed ? "packed" : "direct",
-           s.pack_b == schedule::PackB::Prepacked ? "prepacked"
-           : s.pack_b == schedule::PackB::Direct  ? "direct"
-                                                  : "per block"});
+           std::string(s.pack_b == schedule::PackB::Prepacked ? "prepacked"
+                       : s.pack_b == schedule::PackB::Direct  ? "direct"
+                                                              : "per block") +
+               (s.prefetch_b > 0 ? fmt::format(", prefetched {} ahead", s.prefetch_b) : "")});
     } else {
       row.push_back(schedule::describe(kernels[k]));
     }

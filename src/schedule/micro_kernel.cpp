@@ -74,6 +74,7 @@ uint64_t MicroKernelSchedule::digest() const {
   if (k_streams != 1) h.add(k_streams);  // absent from the digests of one-stream schedules
   if (vector_axis != Axis::N) h.add(100 + int64_t(vector_axis));  // likewise
   if (batch_inner) h.add(200);                                    // likewise
+  if (prefetch_b != 0) h.add(300 + prefetch_b);                   // likewise
   return h.value();
 }
 
@@ -96,6 +97,7 @@ json to_json(const MicroKernelSchedule& s) {
   if (s.k_streams != 1) j["k_streams"] = s.k_streams;  // optional: 1 when absent
   if (s.vector_axis != Axis::N) j["vector_axis"] = to_string(s.vector_axis);  // optional: n
   if (s.batch_inner) j["batch_loop"] = "inner";                               // optional: outer
+  if (s.prefetch_b != 0) j["prefetch_b"] = s.prefetch_b;                      // optional: 0
   return j;
 }
 
@@ -147,10 +149,10 @@ ParallelAxis parse_parallel(const std::string& text) {
 MicroKernelSchedule schedule_from_json(const json& j) {
   if (!j.is_object()) user_error("schedule JSON: expected an object, got {}", j.dump());
   static const std::set<std::string> known{
-      "target",    "isa",       "mr",         "nr",       "kc",
-      "mc",        "nc",        "loop_order", "parallel", "inner_tile_loop",
-      "unroll_k",  "k_streams", "pack_a",     "pack_b",   "vector_axis",
-      "batch_loop"};
+      "target",     "isa",       "mr",         "nr",       "kc",
+      "mc",         "nc",        "loop_order", "parallel", "inner_tile_loop",
+      "unroll_k",   "k_streams", "pack_a",     "pack_b",   "vector_axis",
+      "batch_loop", "prefetch_b"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) user_error("schedule JSON: unknown field '{}'", it.key());
   MicroKernelSchedule s;
@@ -182,6 +184,7 @@ MicroKernelSchedule schedule_from_json(const json& j) {
   s.inner_tile_loop = inner == "m" ? Axis::M : Axis::N;
   s.unroll_k = int_field(j, "unroll_k");
   if (j.contains("k_streams")) s.k_streams = int_field(j, "k_streams");
+  if (j.contains("prefetch_b")) s.prefetch_b = int_field(j, "prefetch_b");
   if (j.contains("vector_axis")) {
     std::string axis = string_field(j, "vector_axis");
     if (axis != "n" && axis != "k")
@@ -276,6 +279,10 @@ void validate(const MicroKernelSchedule& s) {
   if ((s.k_streams != 1 && s.k_streams != 2 && s.k_streams != 4) || s.k_streams > s.unroll_k)
     user_error("schedule: k_streams = {} must be 1, 2 or 4 and at most unroll_k = {}", s.k_streams,
                s.unroll_k);
+  if (s.prefetch_b != 0 && s.prefetch_b != 16 && s.prefetch_b != 32 && s.prefetch_b != 64)
+    user_error("schedule: prefetch_b = {} must be 0, 16, 32 or 64 (k-steps ahead)", s.prefetch_b);
+  if (dot && s.prefetch_b != 0)
+    user_error("schedule: prefetch_b needs vector_axis 'n' (a dot-product tile reads B along k)");
   LoopOrder sorted = s.loop_order;
   std::sort(sorted.begin(), sorted.end());
   if (sorted != LoopOrder{Axis::M, Axis::N, Axis::K})

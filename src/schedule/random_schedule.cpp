@@ -69,6 +69,9 @@ MicroKernelSchedule random_schedule(std::mt19937_64& rng, Isa isa_id, const te::
       s.pack_a = PackA::Direct;
       if (s.parallel == ParallelAxis::Batch) s.parallel = ParallelAxis::None;
     }
+    // B prefetched ahead in a quarter of the outer-product draws.
+    if (s.vector_axis == Axis::N && uniform(rng, 0, 3) == 0)
+      s.prefetch_b = std::vector<int64_t>{16, 32, 64}[uniform(rng, 0, 2)];
     try {
       bind(s, op, c);
       return s;

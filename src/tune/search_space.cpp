@@ -212,6 +212,9 @@ void SearchSpace::sample_knobs(std::mt19937_64& rng, MicroKernelSchedule& s) con
   s.unroll_k = pick(rng, std::vector<int64_t>{1, 2, 4, 4, 8});
   s.k_streams = sample_k_streams(rng, s.unroll_k);
   s.pack_a = chance(rng, 0.5) ? schedule::PackA::Packed : schedule::PackA::Direct;
+  // B prefetched ahead only where it comes from memory: constant B measured cold.
+  s.prefetch_b =
+      cold_weights_ && c_.b.constant ? pick(rng, std::vector<int64_t>{0, 32, 64}) : int64_t{0};
 }
 
 MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
@@ -252,6 +255,7 @@ MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
       s.pack_a = schedule::PackA::Direct;
       s.pack_b = schedule::PackB::Direct;
       s.k_streams = 1;
+      s.prefetch_b = 0;
     }
     // Heads innermost now and then in a batched product (valid where nothing is packed per
     // block).
@@ -461,6 +465,9 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     s.kc = l1_kc(s);
     finish(s);
   }
+  if (cold_weights_ && c_.b.constant && e.m <= kPrefetchRows)
+    for (MicroKernelSchedule& s : out)
+      if (s.vector_axis == Axis::N) s.prefetch_b = kSeedPrefetch;
   return out;
 }
 
@@ -565,6 +572,7 @@ std::optional<MicroKernelSchedule> SearchSpace::mutate(std::mt19937_64& rng,
           break;
         case 4:
           s.k_streams = sample_k_streams(rng, s.unroll_k);
+          if (s.vector_axis == Axis::N) s.prefetch_b = knobs.prefetch_b;
           break;
         case 6:
           s.batch_inner = !s.batch_inner;

@@ -46,14 +46,15 @@ class SearchSpace {
   // L1, m and n blocks whose packed panels stay in L2 (split over the cores when threads > 1,
   // parallel over M when M gives every core a task, else over N), the BLIS loop order; for a
   // constant B and at most kStreamingRows rows (B streams from memory), each walking four ranges of
-  // k at once (k_streams), the tallest also with one; for K from kDeepK on the first height also
-  // with k blocks of about kDeepK and A read in place, first (with cold weights behind the
-  // streaming tile); where A and B both run along k and N is at most kDotSeedColumns, a tile of dot
-  // products. A B that changes per call with rows along n (S V) is read in place, and A with it; a
-  // seed in place of at most kFewTilesPerHead multiply-adds per head comes first with the heads
-  // innermost, then as usual. Every seed is valid (schedule::bind); deduplicated; ordered so that a
-  // prefix spreads over the shapes (each shape's best seed first; shapes in geometric order, then
-  // from the ends inward).
+  // k at once (k_streams), the tallest also with one; with cold weights and at most kPrefetchRows
+  // rows every outer-product seed prefetches B (kSeedPrefetch); for K from kDeepK on the first
+  // height also with k blocks of about kDeepK and A read in place, first (with cold weights behind
+  // the streaming tile); where A and B both run along k and N is at most kDotSeedColumns, a tile of
+  // dot products. A B that changes per call with rows along n (S V) is read in place, and A with
+  // it; a seed in place of at most kFewTilesPerHead multiply-adds per head comes first with the
+  // heads innermost, then as usual. Every seed is valid (schedule::bind); deduplicated; ordered so
+  // that a prefix spreads over the shapes (each shape's best seed first; shapes in geometric order,
+  // then from the ends inward).
   std::vector<schedule::MicroKernelSchedule> seeds_for_shapes() const;
   // The same seeds, each with the index of the declared shape it was made for: the tuner
   // measures a seed there (a streaming tile for M = 1 says little at its best fit).
@@ -72,6 +73,11 @@ class SearchSpace {
   // Rows up to which a product of constant fp32 B is bound by reading B (2 * M flops per
   // 4 bytes of B vs a core's ~7 flops per byte of DRAM bandwidth).
   static constexpr int64_t kStreamingRows = 16;
+  // Rows up to which, with cold weights, a constant B's seeds prefetch it kSeedPrefetch
+  // k-steps ahead (schedule::MicroKernelSchedule::prefetch_b): B then still comes from
+  // memory faster than the hardware prefetcher alone brings it.
+  static constexpr int64_t kPrefetchRows = 32;
+  static constexpr int64_t kSeedPrefetch = 32;
   // k-block of the deep seed (long k blocks, A read in place) for K from it on.
   static constexpr int64_t kDeepK = 768;
   static constexpr int kSeedShapesGeometric = 12;  // shapes whose seeds come first

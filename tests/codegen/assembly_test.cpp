@@ -12,9 +12,10 @@ using namespace dietcode;
 namespace {
 
 std::string assembly_for(schedule::Isa isa, int64_t nr, int64_t mr = 6, int64_t k_streams = 1,
-                         schedule::PackA pack_a = schedule::PackA::Packed) {
+                         schedule::PackA pack_a = schedule::PackA::Packed, int64_t prefetch_b = 0) {
   schedule::MicroKernelSchedule s;
   s.k_streams = k_streams;
+  s.prefetch_b = prefetch_b;
   s.pack_a = pack_a;
   s.isa = isa;
   s.mr = mr;
@@ -122,6 +123,19 @@ TEST(Assembly, KStreamTilesKeepTheirAccumulatorsInRegisters) {
         << c.mr << "x" << c.nr << ", " << c.streams << " streams, A "
         << (c.pack_a == schedule::PackA::Packed ? "packed" : "direct") << ": registers spilled";
   }
+}
+
+// prefetch_b: one prefetch per 64-byte line of B's row in every k-step of the main loop
+// (8 x 48 on AVX-512: three per step, 4 steps per iteration), none without it, and the
+// tile still in registers.
+TEST(Assembly, PrefetchedBHasOnePrefetchPerLineOfItsRow) {
+  std::string plain = assembly_for(schedule::Isa::Avx512, 48, 8, 1, schedule::PackA::Direct);
+  std::string ahead = assembly_for(schedule::Isa::Avx512, 48, 8, 1, schedule::PackA::Direct, 32);
+  EXPECT_EQ(occurrences(plain, "prefetch"), 0);
+  EXPECT_GE(occurrences(ahead, "prefetcht0"), 3 * 4);
+  EXPECT_EQ(stack_vector_lines(ahead, "zmm"), 0) << "registers spilled";
+  // 32 k-steps of 48 floats ahead: 6144 bytes past the row's address.
+  EXPECT_NE(ahead.find("6144("), std::string::npos);
 }
 
 // B read in place (attention's S V: B changes every call) has a second k-loop for edge

@@ -155,6 +155,40 @@ TEST(GeneratedCode, KStreamsMatchReferenceForEveryKBlock) {
   EXPECT_EQ(checked, 6 * 5 * 4 * 2 * 2 * 2);
 }
 
+// prefetch_b adds prefetches only: the results match for every distance, B prepacked,
+// packed per block and read in place, k blocks shorter and longer than the distance.
+TEST(GeneratedCode, PrefetchedBMatchesReference) {
+  const schedule::Isa isa = codegen::host_target().isa;
+  const int64_t w = schedule::vector_isa(isa).width;
+  std::mt19937_64 rng(11);
+  int checked = 0;
+  for (int64_t k : {1, 17, 100}) {
+    te::Operator op = ops::dense(1, 128, 2 * w + 3, k, ops::Epilogue::Bias);
+    std::vector<reference::CheckCase> cases;
+    for (int64_t m : {1, 5, 64, 131}) cases.push_back(reference::make_check_case(op, {m}, rng));
+    for (int64_t ahead : {16, 32, 64})
+      for (schedule::PackB pack : {schedule::PackB::Prepacked, schedule::PackB::PerBlock}) {
+        schedule::MicroKernelSchedule s;
+        s.isa = isa;
+        s.mr = 4;
+        s.nr = 2 * w;
+        s.kc = std::min<int64_t>(k, 48);
+        s.mc = 8;
+        s.nc = s.nr * 2;
+        s.unroll_k = 4;
+        s.pack_b = pack;
+        s.prefetch_b = ahead;
+        runtime::Kernel kernel = runtime::Kernel::compile(op, s);
+        for (const reference::CheckCase& c : cases) {
+          ASSERT_LE(reference::run_check_case(kernel, c), kTolerance)
+              << "K=" << k << " M=" << c.shape[0] << " schedule=" << schedule::to_json_text(s);
+          ++checked;
+        }
+      }
+  }
+  EXPECT_EQ(checked, 3 * 4 * 3 * 2);
+}
+
 // A tile of m_valid < MR rows at M's edge runs as sub-tiles of the powers of two in
 // m_valid: every tile height the registers hold (one, two and three vectors wide), M from
 // 1 to past two tiles (every count of edge rows, whole tiles before them or not), A packed

@@ -275,8 +275,16 @@ TEST(Seeds, TileHeightsWhoseWidestTileUsesTheMultiplyAddRateComeFirst) {
       std::vector<schedule::MicroKernelSchedule> cold_seeds = cold.seeds_for(cold.extents()[m - 1]);
       ASSERT_GE(cold_seeds.size(), 2u);
       const size_t deep_at = m > SearchSpace::kStreamingRows ? 0 : 1;
-      EXPECT_EQ(cold_seeds[deep_at], *deep) << "M=" << m;
+      // With cold weights every seed of a short product also prefetches B.
+      schedule::MicroKernelSchedule cold_deep = *deep;
+      if (m <= SearchSpace::kPrefetchRows) cold_deep.prefetch_b = SearchSpace::kSeedPrefetch;
+      EXPECT_EQ(cold_seeds[deep_at], cold_deep) << "M=" << m;
       if (deep_at == 1) EXPECT_EQ(cold_seeds[0].k_streams, 4) << "M=" << m;
+      for (const schedule::MicroKernelSchedule& s : cold_seeds)
+        EXPECT_EQ(s.prefetch_b, m <= SearchSpace::kPrefetchRows ? SearchSpace::kSeedPrefetch : 0)
+            << "M=" << m << ": " << schedule::to_json_text(s);
+      for (const schedule::MicroKernelSchedule& s : seeds)
+        EXPECT_EQ(s.prefetch_b, 0) << "M=" << m << " (weights in cache)";
     }
   }
 }

@@ -164,6 +164,36 @@ TEST(Schedule, KStreamsIsOptionalInJsonAndBoundedByTheUnroll) {
   EXPECT_USER_ERROR(schedule::schedule_from_json(j), "field 'k_streams'");
 }
 
+TEST(Schedule, PrefetchBIsOptionalInJsonAndOneOfFewDistances) {
+  // No prefetch is the default and is not written: older records and modules read back
+  // unchanged, with the same digests; a prefetching schedule has a digest of its own.
+  MicroKernelSchedule a = good();
+  EXPECT_FALSE(schedule::to_json(a).contains("prefetch_b"));
+  MicroKernelSchedule s = a;
+  for (int64_t ahead : {16, 32, 64}) {
+    s.prefetch_b = ahead;
+    EXPECT_NO_THROW(schedule::validate(s));
+    EXPECT_EQ(schedule::to_json(s).at("prefetch_b"), ahead);
+    EXPECT_EQ(schedule::schedule_from_json_text(schedule::to_json_text(s)), s);
+    EXPECT_NE(s.digest(), a.digest());
+  }
+  s.prefetch_b = 8;
+  EXPECT_USER_ERROR(schedule::validate(s), "prefetch_b = 8 must be 0, 16, 32 or 64");
+  s = a;
+  s.vector_axis = schedule::Axis::K;
+  s.pack_a = schedule::PackA::Direct;
+  s.pack_b = schedule::PackB::Direct;
+  s.mr = 2;
+  s.mc = 60;
+  s.nr = 4;
+  s.nc = 8;
+  s.prefetch_b = 32;
+  EXPECT_USER_ERROR(schedule::validate(s), "prefetch_b needs vector_axis 'n'");
+  nlohmann::json j = schedule::to_json(a);
+  j["prefetch_b"] = "far";
+  EXPECT_USER_ERROR(schedule::schedule_from_json(j), "field 'prefetch_b'");
+}
+
 TEST(Schedule, RejectsBlocksThatAreNotTileMultiples) {
   MicroKernelSchedule s = good();
   s.mc = 61;

@@ -189,8 +189,20 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
   // B read in place (mk.b_in_place) masks its loads on an edge column block: `b_masks`
   // holds one lane mask per vector then, and is empty for the unmasked loop.
   std::vector<llvm::Value*> b_masks;
+  // With mk.prefetch_b, each k-step (unmasked) also prefetches the lines of B's row that
+  // many steps ahead into L1; a prefetch past the end of B is a hint that never faults.
+  llvm::Function* prefetch =
+      mk.prefetch_b > 0 ? llvm::Intrinsic::getDeclaration(
+                              fn->getParent(), llvm::Intrinsic::prefetch, {b_base->getType()})
+                        : nullptr;
+  const int64_t floats_per_line = 16;
   auto k_step = [&](llvm::Value* k, Tile& acc) {
     llvm::Value* b_row = gep(b_base, b.CreateMul(k, b_k_stride));
+    if (prefetch && b_masks.empty()) {
+      llvm::Value* ahead = gep(b_row, b.CreateMul(imm(mk.prefetch_b), b_k_stride));
+      for (int64_t f = 0; f < NR; f += floats_per_line)
+        b.CreateCall(prefetch, {gep(ahead, imm(f)), b.getInt32(0), b.getInt32(3), b.getInt32(1)});
+    }
     auto load_b = [&](int64_t v) -> llvm::Value* {
       if (b_masks.empty()) return b.CreateAlignedLoad(vt, gep(b_row, imm(v * W)), elem_align);
       return b.CreateMaskedLoad(vt, gep(b_row, imm(v * W)), elem_align, b_masks[v],
