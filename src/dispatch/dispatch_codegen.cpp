@@ -72,14 +72,14 @@ class JitDispatcher : public CompiledDispatcher {
 }  // namespace
 
 std::unique_ptr<CompiledDispatcher> jit_compile_dispatcher(const DecisionTree& tree) {
-  const std::string name = codegen::jit_unique_prefix() + "select";
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  std::unique_ptr<llvm::Module> m = emit_dispatcher(*ctx, tree, name);
-  codegen::set_host_target(*m);
-  std::unique_ptr<codegen::JitModule> module =
-      codegen::jit_add_module(std::move(m), std::move(ctx));
-  auto select = reinterpret_cast<SelectFn>(module->lookup(name));
-  return std::make_unique<JitDispatcher>(std::move(module), select);
+  std::unique_ptr<llvm::Module> m =
+      emit_dispatcher(*ctx, tree, std::string(codegen::kCachePlaceholder) + "select");
+  // Through the object cache when one is in scope (a model's second load compiles nothing).
+  codegen::NamedJitModule compiled =
+      codegen::jit_add_named_module(std::move(m), std::move(ctx), /*optimized=*/false);
+  auto select = reinterpret_cast<SelectFn>(compiled.module->lookup(compiled.prefix + "select"));
+  return std::make_unique<JitDispatcher>(std::move(compiled.module), select);
 }
 
 std::unique_ptr<llvm::Module> dispatcher_module(llvm::LLVMContext& ctx, const DecisionTree& tree,

@@ -1,18 +1,21 @@
 // Modules through the public API (include/dietcode/dietcode.h): every shape against the
 // float64 reference, several threads at once, bad input refused clearly, and a module
 // for another ISA refitted to this host when asked.
+#include "runtime/module.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <thread>
 
+#include "codegen/llvm/object_cache.h"
 #include "codegen/llvm/target.h"
 #include "dietcode/dietcode.h"
 #include "reference/reference.h"
-#include "runtime/module.h"
 #include "test_support.h"
 
 namespace dietcode {
@@ -87,7 +90,8 @@ std::vector<std::vector<float>> weights_and_bias(const Module& m) {
   std::vector<int64_t> sizes = m.buffer_sizes({1});
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<std::vector<float>> out = {std::vector<float>(sizes[1]), std::vector<float>(sizes[2])};
+  std::vector<std::vector<float>> out = {std::vector<float>(sizes[1]),
+                                         std::vector<float>(sizes[2])};
   for (auto& v : out)
     for (float& f : v) f = dist(rng);
   return out;
@@ -123,6 +127,59 @@ TEST_F(ModuleApiTest, ConcurrentCallsAgreeWithTheReference) {
   for (double e : worst) EXPECT_LT(e, 1e-5);
 }
 
+// A module's kernels compile in parallel, and its dispatcher joins its kernels in the
+// code cache: a second compile under the same cache compiles nothing. Modules compiled
+// by several threads at once, cached or not, all compute right.
+TEST_F(ModuleApiTest, SecondCompileUnderTheCodeCacheCompilesNothing) {
+  if (codegen::program_build_id().empty()) GTEST_SKIP() << "this test binary has no build ID";
+  const runtime::ModuleSpec spec = runtime::load_module_spec(path_);
+  const std::string cache = (dir_ / "jit-cache").string();
+  const int objects = int(spec.kernels.size()) + 1;  // and the dispatcher
+  codegen::ObjectCacheStats before = codegen::object_cache_stats();
+  {
+    codegen::ObjectCacheScope scope(cache);
+    runtime::Module::compile(spec);
+  }
+  codegen::ObjectCacheStats after = codegen::object_cache_stats();
+  EXPECT_EQ(after.misses - before.misses, objects);
+  EXPECT_EQ(after.hits, before.hits);
+
+  std::vector<std::thread> threads;
+  std::vector<double> worst(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::optional<codegen::ObjectCacheScope> scope;
+      if (t % 2 == 0) scope.emplace(cache);
+      runtime::Module m = runtime::Module::compile(spec);
+      const te::Operator& op = m.op();
+      std::vector<int64_t> w_sizes = op.buffer_sizes(op.bind({1}));
+      std::vector<float> w(w_sizes[1]), bias(w_sizes[2]);
+      std::mt19937_64 rng(t);
+      std::uniform_real_distribution<float> dist(-1, 1);
+      for (float& v : w) v = dist(rng);
+      for (float& v : bias) v = dist(rng);
+      runtime::PackedWeights packed = m.prepack({1}, {w.data(), int64_t(w.size())});
+      for (int64_t M : {1, 4, 5, 17, 40, 41, 64, 131}) {
+        std::vector<int64_t> sizes = op.buffer_sizes(op.bind({M}));
+        std::vector<float> x(sizes[0]), y(sizes[3], NAN);
+        for (float& v : x) v = dist(rng);
+        m.run({M}, {{x.data(), sizes[0]}, {w.data(), sizes[1]}, {bias.data(), sizes[2]}},
+              {y.data(), sizes[3]}, &packed);
+        worst[t] = std::max(
+            worst[t],
+            reference::relative_error(
+                y.data(), reference::evaluate(op, {M}, {x.data(), w.data(), bias.data()})));
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (double e : worst) EXPECT_LT(e, 1e-5);
+  after = codegen::object_cache_stats();
+  // The two cached compiles read every object back; the two others never touch the cache.
+  EXPECT_EQ(after.hits - before.hits, 2 * objects);
+  EXPECT_EQ(after.misses - before.misses, objects);
+  EXPECT_EQ(after.damaged, before.damaged);
+}
+
 TEST_F(ModuleApiTest, BadCallsAreRefused) {
   Module m = Module::load(path_);
   auto in = weights_and_bias(m);
@@ -136,10 +193,11 @@ TEST_F(ModuleApiTest, BadCallsAreRefused) {
                     "has 575 elements, expected 576");
   EXPECT_USER_ERROR(m.run({8}, {{nullptr, s[0]}, good[1], good[2]}, {y.data(), s[3]}, packed.get()),
                     "null pointer");
-  const float* misaligned = reinterpret_cast<const float*>(reinterpret_cast<const char*>(x.data()) + 1);
-  EXPECT_USER_ERROR(m.run({8}, {{misaligned, s[0]}, good[1], good[2]}, {y.data(), s[3]},
-                          packed.get()),
-                    "not aligned");
+  const float* misaligned =
+      reinterpret_cast<const float*>(reinterpret_cast<const char*>(x.data()) + 1);
+  EXPECT_USER_ERROR(
+      m.run({8}, {{misaligned, s[0]}, good[1], good[2]}, {y.data(), s[3]}, packed.get()),
+      "not aligned");
   EXPECT_USER_ERROR(m.run({8}, good, {y.data(), s[3]}), "call Module::prepack");
   EXPECT_USER_ERROR(m.run({0}, good, {y.data(), s[3]}, packed.get()), "M");
   EXPECT_USER_ERROR(m.run({8, 2}, good, {y.data(), s[3]}, packed.get()), "shape");
@@ -172,7 +230,8 @@ TEST_F(ModuleApiTest, AnotherIsaIsRefusedOrRetargeted) {
   if (codegen::host_supports(schedule::Isa::Avx512)) {
     // Emulate the foreign module by retargeting this host's module to AVX2 and back
     // through the function the loader uses: every kernel must still be correct.
-    runtime::ModuleSpec avx2 = runtime::retarget(hand_module(schedule::Isa::Avx512), schedule::Isa::Avx2);
+    runtime::ModuleSpec avx2 =
+        runtime::retarget(hand_module(schedule::Isa::Avx512), schedule::Isa::Avx2);
     for (const auto& k : avx2.kernels)
       EXPECT_NO_THROW(schedule::validate(std::get<schedule::MicroKernelSchedule>(k)));
     std::string p = (dir_ / "avx2.json").string();
@@ -191,7 +250,9 @@ TEST_F(ModuleApiTest, AnotherIsaIsRefusedOrRetargeted) {
     auto in = weights_and_bias(m);
     auto packed = m.prepack(in[0].data(), int64_t(in[0].size()));
     for (int64_t M : {1, 5, 41, 100})
-      EXPECT_LT(check(m, runtime::retarget(hand_module(schedule::Isa::Avx512), schedule::Isa::Avx2), M, packed.get(), in), 1e-5);
+      EXPECT_LT(check(m, runtime::retarget(hand_module(schedule::Isa::Avx512), schedule::Isa::Avx2),
+                      M, packed.get(), in),
+                1e-5);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "codegen/llvm/jit.h"
 
 #include <fmt/format.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
@@ -107,6 +108,12 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
   mpm.run(m, mam);
 }
 
+// A TargetMachine is not thread-safe: each thread that optimizes or compiles has its own.
+llvm::TargetMachine& thread_target_machine() {
+  thread_local std::unique_ptr<llvm::TargetMachine> tm = make_target_machine(host_target());
+  return *tm;
+}
+
 std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const lower::LoweredKernel& k,
                                            const CpuTarget& t, llvm::TargetMachine& tm,
                                            const std::string& prefix, bool optimized) {
@@ -124,7 +131,6 @@ class Engine {
     return engine;
   }
   orc::LLJIT& jit() { return *jit_; }
-  llvm::TargetMachine& target_machine() { return *tm_; }
   std::string next_prefix() { return "dc" + std::to_string(counter_++) + "_"; }
 
   void define_symbols(const std::vector<JitSymbol>& symbols) {
@@ -155,8 +161,13 @@ class Engine {
     jtmb.setCPU(host.cpu);
     jtmb.getFeatures() = llvm::SubtargetFeatures(host.features);
     jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-    jit_ = unwrap(orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "creating LLJIT");
-    tm_ = make_target_machine(host);
+    // Modules compile on the threads that look them up (several at once: Module::compile
+    // builds its kernels in parallel), each with a TargetMachine of its own.
+    jit_ = unwrap(orc::LLJITBuilder()
+                      .setJITTargetMachineBuilder(jtmb)
+                      .setSupportConcurrentCompilation(true)
+                      .create(),
+                  "creating LLJIT");
     // Names generated code calls resolve to jit_define_symbols' definitions first, then
     // to the process (e.g. libm's expf).
     orc::JITDylib& jd = jit_->getMainJITDylib();
@@ -166,7 +177,6 @@ class Engine {
   }
 
   std::unique_ptr<orc::LLJIT> jit_;
-  std::unique_ptr<llvm::TargetMachine> tm_;
   std::atomic<int64_t> counter_{0};
   std::mutex symbols_mutex_;
   std::map<std::string, void*> defined_;  // by jit_define_symbols, unmangled
@@ -241,66 +251,90 @@ std::unique_ptr<JitModule> jit_add_module(std::unique_ptr<llvm::Module> m,
 
 namespace {
 
-// The kernel's object from the cache (ObjectCacheScope), or compiled and stored there;
-// null when caching is off for this thread or this program has no build ID.
-std::unique_ptr<JitCode> jit_compile_cached(const lower::LoweredKernel& k) {
+// Off without a cache in scope on this thread, or without a build ID for the key.
+bool caching_objects() {
+  return !object_cache_dir().empty() && !program_build_id().empty();
+}
+
+}  // namespace
+
+namespace {
+
+// Renames the functions named kCachePlaceholder + name to prefix + name.
+void rename_placeholders(llvm::Module& m, const std::string& prefix) {
+  const size_t placeholder = std::strlen(kCachePlaceholder);
+  for (llvm::Function& f : m)
+    if (f.getName().starts_with(kCachePlaceholder))
+      f.setName(prefix + f.getName().substr(placeholder).str());
+}
+
+}  // namespace
+
+NamedJitModule jit_add_named_module(std::unique_ptr<llvm::Module> m,
+                                    std::unique_ptr<llvm::LLVMContext> ctx, bool optimized) {
+  NamedJitModule out;
+  if (!caching_objects()) {
+    out.prefix = jit_unique_prefix();
+    rename_placeholders(*m, out.prefix);
+    llvm::TargetMachine& tm = thread_target_machine();
+    set_target(*m, tm);
+    if (optimized) optimize(*m, tm);
+    out.module = jit_add_module(std::move(m), std::move(ctx));
+    return out;
+  }
   const std::string& dir = object_cache_dir();
-  if (dir.empty() || program_build_id().empty()) return nullptr;
-  Engine& engine = Engine::get();
   const CpuTarget& host = host_target();
-  // The key: the IR as emitted (before optimization) under a fixed placeholder prefix,
-  // the CPU, and this build of the program.
-  constexpr const char* kPlaceholder = "dcK_";
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  std::unique_ptr<llvm::Module> m = emit_module(*ctx, k, host, kPlaceholder);
   // Local names carry the lowering's variable numbering, which differs from one compile to
   // the next: drop them (the code does not change) and name internal functions by their
-  // place, so that the same kernel prints the same IR in every process.
+  // place, so that the same module writes the same bitcode in every process.
   int64_t internal = 0;
   for (llvm::Function& f : *m) {
-    if (f.hasLocalLinkage()) f.setName(fmt::format("{}internal{}", kPlaceholder, internal++));
+    if (f.hasLocalLinkage()) f.setName(fmt::format("{}internal{}", kCachePlaceholder, internal++));
     for (llvm::Argument& a : f.args()) a.setName("");
     for (llvm::BasicBlock& bb : f) {
       bb.setName("");
       for (llvm::Instruction& i : bb) i.setName("");
     }
   }
-  std::string ir;
+  // The key: the module as emitted (before optimization) under the placeholder prefix,
+  // the CPU, and this build of the program. Hashed as bitcode: the same module in the same
+  // build writes the same bytes, ~10x faster than printing it as text (which was most of
+  // a cached load's time).
+  std::string bitcode;
   {
-    llvm::raw_string_ostream os(ir);
-    m->print(os, nullptr);
+    llvm::raw_string_ostream os(bitcode);
+    llvm::WriteBitcodeToFile(*m, os);
   }
   Fnv1a h;
   h.add(program_build_id());
   h.add(host.cpu);
   h.add(host.features);
-  h.add(ir);
+  h.add(optimized ? "optimized" : "as emitted");
+  h.add(bitcode);
   const uint64_t key = h.value();
 
-  // Symbols are named after the key; each cached kernel lives in a JITDylib of its own
-  // (linked against the main one, for the runtime's symbols), so that equal kernels
+  // Symbols are named after the key; each cached module lives in a JITDylib of its own
+  // (linked against the main one, for the runtime's symbols), so that equal modules
   // compiled twice in one process do not clash.
   const std::string name = fmt::format("dc{:016x}", key);
-  const std::string prefix = name + "_";
-  for (llvm::Function& f : *m)
-    if (f.getName().starts_with(kPlaceholder))
-      f.setName(prefix + f.getName().substr(std::strlen(kPlaceholder)).str());
+  out.prefix = name + "_";
+  rename_placeholders(*m, out.prefix);
   std::optional<std::string> object = read_cached_object(dir, key, name);
   if (!object) {
-    set_target(*m, engine.target_machine());
-    static std::mutex tm_mutex;  // the shared TargetMachine is not thread-safe
-    std::lock_guard<std::mutex> lock(tm_mutex);
-    optimize(*m, engine.target_machine());
+    llvm::TargetMachine& tm = thread_target_machine();
+    set_target(*m, tm);
+    if (optimized) optimize(*m, tm);
     llvm::SmallString<0> buffer;
     llvm::raw_svector_ostream os(buffer);
     llvm::legacy::PassManager pm;
-    if (engine.target_machine().addPassesToEmitFile(pm, os, nullptr,
-                                                    llvm::CodeGenFileType::ObjectFile))
+    if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
       internal_error(__FILE__, __LINE__, "this LLVM target cannot emit objects");
     pm.run(*m);
     object = std::string(buffer.str());
     write_cached_object(dir, key, name, *object);
   }
+  m.reset();  // before its context
+  Engine& engine = Engine::get();
   orc::LLJIT& jit = engine.jit();
   llvm::Expected<orc::JITDylib&> created = jit.createJITDylib(engine.next_prefix() + name);
   if (!created)
@@ -309,36 +343,22 @@ std::unique_ptr<JitCode> jit_compile_cached(const lower::LoweredKernel& k) {
   jd.addToLinkOrder(jit.getMainJITDylib());
   check(jit.addObjectFile(jd, llvm::MemoryBuffer::getMemBufferCopy(*object, name)),
         "adding a cached object to the JIT");
-  auto module = std::make_unique<OrcJitDylibModule>(jd);
-  auto lookup = [&](const std::string& fn) {
-    return reinterpret_cast<ComputeFn>(module->lookup(prefix + fn));
-  };
-  ComputeFn compute = lookup("compute");
-  ComputeFn prepack = k.prepacked_b ? lookup("prepack") : nullptr;
-  return std::make_unique<OrcJitCode>(std::move(module), compute, prepack);
+  out.module = std::make_unique<OrcJitDylibModule>(jd);
+  return out;
 }
 
-}  // namespace
-
 std::unique_ptr<JitCode> jit_compile(const lower::LoweredKernel& k) {
-  if (std::unique_ptr<JitCode> cached = jit_compile_cached(k)) return cached;
-  Engine& engine = Engine::get();
-  std::string prefix = jit_unique_prefix();
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  std::unique_ptr<llvm::Module> m;
-  {
-    // The shared TargetMachine is not thread-safe; optimization runs under a lock.
-    static std::mutex tm_mutex;
-    std::lock_guard<std::mutex> lock(tm_mutex);
-    m = build_module(*ctx, k, host_target(), engine.target_machine(), prefix, true);
-  }
-  std::unique_ptr<JitModule> module = jit_add_module(std::move(m), std::move(ctx));
+  std::unique_ptr<llvm::Module> m = emit_module(*ctx, k, host_target(), kCachePlaceholder);
+  NamedJitModule compiled = jit_add_named_module(std::move(m), std::move(ctx), true);
+  const std::unique_ptr<JitModule>& module = compiled.module;
+  const std::string& prefix = compiled.prefix;
   auto lookup = [&](const std::string& name) {
     return reinterpret_cast<ComputeFn>(module->lookup(prefix + name));
   };
   ComputeFn compute = lookup("compute");
   ComputeFn prepack = k.prepacked_b ? lookup("prepack") : nullptr;
-  return std::make_unique<OrcJitCode>(std::move(module), compute, prepack);
+  return std::make_unique<OrcJitCode>(std::move(compiled.module), compute, prepack);
 }
 
 std::unique_ptr<llvm::Module> kernel_module(llvm::LLVMContext& ctx, const lower::LoweredKernel& k,

@@ -53,4 +53,20 @@ class JitModule {
 std::unique_ptr<JitModule> jit_add_module(std::unique_ptr<llvm::Module> m,
                                           std::unique_ptr<llvm::LLVMContext> ctx);
 
+// The prefix of the function names of a module given to jit_add_named_module.
+inline constexpr const char* kCachePlaceholder = "dcK_";
+
+struct NamedJitModule {
+  std::unique_ptr<JitModule> module;
+  std::string prefix;  // replaces kCachePlaceholder in the module's function names
+};
+
+// Compiles a module whose functions are named kCachePlaceholder + name (after the JIT's
+// optimization pipeline when `optimized`) into the process JIT; look them up as
+// prefix + name. With an object cache in scope on this thread (object_cache.h), the
+// object is read from it, keyed by the module's bitcode, the CPU and this build, or
+// compiled and stored there.
+NamedJitModule jit_add_named_module(std::unique_ptr<llvm::Module> m,
+                                    std::unique_ptr<llvm::LLVMContext> ctx, bool optimized);
+
 }  // namespace dietcode::codegen

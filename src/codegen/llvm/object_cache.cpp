@@ -120,7 +120,8 @@ void write_cached_object(const std::string& dir, uint64_t key, const std::string
   h.size = object.size();
   h.checksum = fnv1a64(object);
   const std::string path = file_for(dir, name);
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  static std::atomic<int64_t> written{0};  // threads of one process may write at once
+  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), written++);
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     f.write(reinterpret_cast<const char*>(&h), sizeof h);

@@ -6,14 +6,16 @@
 //     Module::compile(spec);  // its kernels' objects are read from, or written to, the cache
 //   }
 //
-// An entry is the relocatable object of one kernel, named by a key over everything that
-// determines the code: the kernel's LLVM IR before optimization, the host CPU and its
-// features, and the build of this program (its GNU build ID: a rebuilt compiler never
-// reads another build's objects). Each kernel read from the cache is linked into a
-// JITDylib of its own, so the same kernel may be loaded any number of times. Each file carries a
-// header (magic, key, size, FNV-1a of the payload); a file that does not match is ignored,
-// recompiled and rewritten. Files are written through a temporary file renamed into place. Without
-// a build ID (a binary linked without one) nothing is cached.
+// An entry is the relocatable object of one kernel or dispatcher, named by a key over
+// everything that determines the code: its LLVM module before optimization (hashed as
+// bitcode), the host CPU and its features, and the build of this program (its GNU build
+// ID: a rebuilt compiler never reads another build's objects). Each object read from the
+// cache is linked into a JITDylib of its own, so the same kernel may be loaded any number
+// of times. Each file carries a header (magic, key, size, FNV-1a of the payload); a file
+// that does not match is ignored, recompiled and rewritten. Files are written through a
+// temporary file renamed into place. Without a build ID (a binary linked without one)
+// nothing is cached. Scopes are per thread: Module::compile's helper threads take the
+// caller's.
 #pragma once
 
 #include <cstdint>
