@@ -17,6 +17,7 @@
 #include "runtime/module.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
+#include "support/parallel_tasks.h"
 
 namespace dietcode::model {
 
@@ -182,15 +183,19 @@ Model Model::load(const std::string& model_dir, const std::string& weights_path,
     }
     m.data[id] = out.data();
   }
-  for (const GraphNode& n : m.graph.nodes()) {
-    Impl::Step step{&m.modules[module_of.at(operator_key(n.op))], {}};
-    if (n.op.op == "dense") {  // its weights, input 1, packed for every kernel that wants them
-      const int weights = n.inputs[1];
-      step.packed =
-          step.module->prepack({c.t_min}, {m.data[weights], m.graph.tensor(weights).elements(1)});
-    }
-    m.steps.push_back(std::move(step));
-  }
+  for (const GraphNode& n : m.graph.nodes())
+    m.steps.push_back({&m.modules[module_of.at(operator_key(n.op))], {}});
+  // Dense weights (input 1) packed for every kernel that wants them, one matrix at a time
+  // on each core: packing is bound by writing (and the OS clearing) fresh pages.
+  std::vector<int> dense;
+  for (int i = 0; i < int(m.graph.nodes().size()); ++i)
+    if (m.graph.nodes()[i].op.op == "dense") dense.push_back(i);
+  parallel_tasks(int(dense.size()), [&](int task) {
+    const int i = dense[task];
+    const int weights = m.graph.nodes()[i].inputs[1];
+    m.steps[i].packed = m.steps[i].module->prepack(
+        {c.t_min}, {m.data[weights], m.graph.tensor(weights).elements(1)});
+  });
   m.times.weights_seconds = weights_seconds + seconds_since(wstart);
   m.plan = std::make_shared<MemoryPlan>(plan_memory(m.graph, std::max<int64_t>(c.t_max, 1)));
   return Model(std::move(impl));

@@ -1,14 +1,12 @@
 #include "runtime/module.h"
 
-#include <atomic>
-#include <exception>
 #include <map>
 #include <optional>
-#include <thread>
 
 #include "codegen/llvm/object_cache.h"
 #include "dispatch/dispatch_codegen.h"
 #include "support/error.h"
+#include "support/parallel_tasks.h"
 
 namespace dietcode::runtime {
 
@@ -20,35 +18,17 @@ namespace {
 
 // The module's kernels, compiled on up to one thread per core: LLVM's code generation is
 // most of a module's load time, and kernels share nothing while they compile. Every
-// thread compiles under the caller's object cache. The first failure (in kernel order)
-// is rethrown.
+// thread compiles under the caller's object cache.
 std::vector<Kernel> compile_kernels(const te::Operator& op,
                                     const std::vector<schedule::AnySchedule>& schedules) {
-  const int n = int(schedules.size());
-  std::vector<std::optional<Kernel>> kernels(n);
-  std::vector<std::exception_ptr> errors(n);
-  std::atomic<int> next{0};
+  std::vector<std::optional<Kernel>> kernels(schedules.size());
   const std::string cache_dir = codegen::object_cache_dir();
-  auto work = [&] {
+  parallel_tasks(int(schedules.size()), [&](int i) {
     codegen::ObjectCacheScope cache(cache_dir);
-    for (int i = next++; i < n; i = next++) {
-      try {
-        kernels[i] = Kernel::compile(op, schedules[i]);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    }
-  };
-  const int threads = std::min<int>(n, std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> helpers;
-  for (int t = 1; t < threads; ++t) helpers.emplace_back(work);
-  work();
-  for (std::thread& t : helpers) t.join();
+    kernels[i] = Kernel::compile(op, schedules[i]);
+  });
   std::vector<Kernel> out;
-  for (int i = 0; i < n; ++i) {
-    if (errors[i]) std::rethrow_exception(errors[i]);
-    out.push_back(std::move(*kernels[i]));
-  }
+  for (std::optional<Kernel>& k : kernels) out.push_back(std::move(*k));
   return out;
 }
 
