@@ -256,10 +256,6 @@ bool caching_objects() {
   return !object_cache_dir().empty() && !program_build_id().empty();
 }
 
-}  // namespace
-
-namespace {
-
 // Renames the functions named kCachePlaceholder + name to prefix + name.
 void rename_placeholders(llvm::Module& m, const std::string& prefix) {
   const size_t placeholder = std::strlen(kCachePlaceholder);
@@ -351,10 +347,8 @@ std::unique_ptr<JitCode> jit_compile(const lower::LoweredKernel& k) {
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::unique_ptr<llvm::Module> m = emit_module(*ctx, k, host_target(), kCachePlaceholder);
   NamedJitModule compiled = jit_add_named_module(std::move(m), std::move(ctx), true);
-  const std::unique_ptr<JitModule>& module = compiled.module;
-  const std::string& prefix = compiled.prefix;
   auto lookup = [&](const std::string& name) {
-    return reinterpret_cast<ComputeFn>(module->lookup(prefix + name));
+    return reinterpret_cast<ComputeFn>(compiled.module->lookup(compiled.prefix + name));
   };
   ComputeFn compute = lookup("compute");
   ComputeFn prepack = k.prepacked_b ? lookup("prepack") : nullptr;
