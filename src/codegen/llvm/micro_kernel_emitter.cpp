@@ -94,16 +94,18 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
   llvm::Value *b_base = ops.b_base, *b_k_stride = ops.b_k_stride;
   llvm::Value *c_base = ops.c_base, *ldc = ops.ldc, *first = ops.first, *last = ops.last;
 
-  std::vector<llvm::Value*> rows, a_rows;
-  for (int64_t i = 0; i < MR; ++i) {
-    rows.push_back(b.CreateAdd(row0, imm(i), "", false, true));
-    a_rows.push_back(gep(a_base, b.CreateMul(rows[i], a_row_stride)));
-  }
+  // Row i of a sub-tile starting at row0 lies i strides past the sub-tile's first row:
+  // with a constant stride every row is one base plus a constant (no register per row).
+  llvm::Value* a_first = gep(a_base, b.CreateMul(row0, a_row_stride));
+  llvm::Value* c_first = gep(c_base, b.CreateMul(row0, ldc));
+  std::vector<llvm::Value*> a_rows;
+  for (int64_t i = 0; i < MR; ++i)
+    a_rows.push_back(gep(a_first, b.CreateMul(imm(i), a_row_stride)));
 
   // The tile works on C in place. Columns past n_valid are masked when C is loaded and
   // never stored (see the stores at the end).
   std::vector<llvm::Value*> c_rows;
-  for (int64_t i = 0; i < MR; ++i) c_rows.push_back(gep(c_base, b.CreateMul(rows[i], ldc)));
+  for (int64_t i = 0; i < MR; ++i) c_rows.push_back(gep(c_first, b.CreateMul(imm(i), ldc)));
   llvm::Value* n_full = b.CreateICmpEQ(n_valid, imm(NR));
   // Edge tiles (a partial column block) are rare: their branches are marked cold, so that
   // the register allocator favours the full tile's k-loop (an edge k-loop's lane masks
@@ -363,7 +365,9 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
         if (in.same_row) i = -1;
         llvm::Value*& slot = loaded[{x, i, v}];
         if (slot) return slot;
-        llvm::Value* row = i < 0 ? in.base : gep(in.base, b.CreateMul(rows[i], in.row_stride));
+        llvm::Value* row = i < 0 ? in.base
+                                 : gep(gep(in.base, b.CreateMul(row0, in.row_stride)),
+                                       b.CreateMul(imm(i), in.row_stride));
         if (in.operand->along_n)
           slot = b.CreateMaskedLoad(vt, gep(row, imm(v * W)), elem_align, n_masks[v],
                                     llvm::Constant::getNullValue(vt));
