@@ -96,16 +96,21 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
 
   // Row i of a sub-tile starting at row0 lies i strides past the sub-tile's first row:
   // with a constant stride every row is one base plus a constant (no register per row).
-  llvm::Value* a_first = gep(a_base, b.CreateMul(row0, a_row_stride));
-  llvm::Value* c_first = gep(c_base, b.CreateMul(row0, ldc));
+  auto first_row = [&](llvm::Value* base, llvm::Value* stride) {
+    return gep(base, b.CreateMul(row0, stride));
+  };
+  auto row_of = [&](llvm::Value* first, llvm::Value* stride, int64_t i) {
+    return gep(first, b.CreateMul(imm(i), stride));
+  };
+  llvm::Value* a_first = first_row(a_base, a_row_stride);
   std::vector<llvm::Value*> a_rows;
-  for (int64_t i = 0; i < MR; ++i)
-    a_rows.push_back(gep(a_first, b.CreateMul(imm(i), a_row_stride)));
+  for (int64_t i = 0; i < MR; ++i) a_rows.push_back(row_of(a_first, a_row_stride, i));
 
   // The tile works on C in place. Columns past n_valid are masked when C is loaded and
   // never stored (see the stores at the end).
+  llvm::Value* c_first = first_row(c_base, ldc);
   std::vector<llvm::Value*> c_rows;
-  for (int64_t i = 0; i < MR; ++i) c_rows.push_back(gep(c_first, b.CreateMul(imm(i), ldc)));
+  for (int64_t i = 0; i < MR; ++i) c_rows.push_back(row_of(c_first, ldc, i));
   llvm::Value* n_full = b.CreateICmpEQ(n_valid, imm(NR));
   // Edge tiles (a partial column block) are rare: their branches are marked cold, so that
   // the register allocator favours the full tile's k-loop (an edge k-loop's lane masks
@@ -349,14 +354,16 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
       std::vector<llvm::Value*> n_masks = n_tail_masks();
       struct Input {
         const EpilogueOperand* operand;
-        llvm::Value* base;
+        llvm::Value* base;  // the tile's first row
         llvm::Value* row_stride;
         bool same_row;  // row stride 0: one value per column for the whole tile
       };
       std::vector<Input> inputs;
-      for (const EpilogueOperand& o : mk.epilogue_inputs)
-        inputs.push_back({&o, fe.element_ptr(o.buffer, fe.emit(o.offset)), fe.emit(o.row_stride),
-                          is_const(o.row_stride, 0)});
+      for (const EpilogueOperand& o : mk.epilogue_inputs) {
+        llvm::Value* stride = fe.emit(o.row_stride);
+        inputs.push_back({&o, first_row(fe.element_ptr(o.buffer, fe.emit(o.offset)), stride),
+                          stride, is_const(o.row_stride, 0)});
+      }
       // Loads already emitted, by (input, row or -1 for same_row inputs, vector).
       std::map<std::tuple<size_t, int64_t, int64_t>, llvm::Value*> loaded;
       auto input_vector = [&](size_t x, int64_t i, int64_t v) {
@@ -365,9 +372,7 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
         if (in.same_row) i = -1;
         llvm::Value*& slot = loaded[{x, i, v}];
         if (slot) return slot;
-        llvm::Value* row = i < 0 ? in.base
-                                 : gep(gep(in.base, b.CreateMul(row0, in.row_stride)),
-                                       b.CreateMul(imm(i), in.row_stride));
+        llvm::Value* row = i < 0 ? in.base : row_of(in.base, in.row_stride, i);
         if (in.operand->along_n)
           slot = b.CreateMaskedLoad(vt, gep(row, imm(v * W)), elem_align, n_masks[v],
                                     llvm::Constant::getNullValue(vt));
