@@ -156,15 +156,18 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
 std::vector<schedule::RowSchedule> row_sweep_grid(schedule::Isa isa, int threads) {
   std::vector<schedule::RowSchedule> grid;
   for (int64_t unroll : {1, 2, 4})
-    for (int64_t rows : {1, 4, 16, 64}) {
-      schedule::RowSchedule s;
-      s.isa = isa;
-      s.unroll = unroll;
-      s.rows_per_task = rows;
-      s.parallel = threads > 1;
-      s.passes = schedule::ReductionPasses::Fused;
-      grid.push_back(s);
-    }
+    for (int64_t rows : {1, 4, 16, 64})
+      for (int64_t interleave : {1, 2, 4}) {
+        if (interleave > rows) continue;
+        schedule::RowSchedule s;
+        s.isa = isa;
+        s.unroll = unroll;
+        s.rows_per_task = rows;
+        s.parallel = threads > 1;
+        s.passes = schedule::ReductionPasses::Fused;
+        s.interleave = interleave;
+        grid.push_back(s);
+      }
   return grid;
 }
 

@@ -127,8 +127,12 @@ void print(const Stmt& s, int indent, std::string& out) {
     }
     case StmtKind::RowKernel: {
       const auto* n = s.as<RowKernelNode>();
-      out += fmt::format("{}row_kernel<{} lanes, unroll {}>({} < {})\n", pad, n->vector_width,
-                         n->unroll, n->col.name(), to_string(n->length));
+      out += fmt::format("{}row_kernel<{} lanes, unroll {}>({} in [{}, {} + {}), {} < {})\n", pad,
+                         n->vector_width, n->unroll, n->row.name(), to_string(n->first_row),
+                         to_string(n->first_row), n->rows, n->col.name(), to_string(n->length));
+      for (size_t d = 0; d < n->row_axes.size(); ++d)
+        out += fmt::format("{}  {} = {}\n", pad, n->row_axes[d].name(),
+                           to_string(n->row_axis_values[d]));
       std::vector<Expr> row(n->output_index.begin(), n->output_index.end() - 1);
       for (const RowReductionStage& r : n->reductions)
         out += fmt::format("{}  pass {}: {}[{}] = {}\n", pad, r.pass, r.result.name(), join(row),

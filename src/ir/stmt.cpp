@@ -66,7 +66,11 @@ Stmt make_micro_kernel(MicroKernelNode node) {
 }
 
 Stmt make_row_kernel(RowKernelNode node) {
-  DC_INTERNAL_CHECK(node.vector_width > 0 && node.unroll > 0, "row kernel vector shape");
+  DC_INTERNAL_CHECK(node.vector_width > 0 && node.unroll > 0 && node.rows > 0,
+                    "row kernel vector shape");
+  DC_INTERNAL_CHECK(node.first_row.defined() && node.first_row.type() == Type::Int &&
+                        node.row_axes.size() == node.row_axis_values.size(),
+                    "row kernel rows");
   DC_INTERNAL_CHECK(!node.output_index.empty() && node.output_index.back().get() ==
                                                       static_cast<const ExprNode*>(node.col.get()),
                     "row kernel output {} must be indexed by the column last", node.output.name());
@@ -185,6 +189,8 @@ Stmt map_stmt(const Stmt& s, const std::function<Stmt(const Stmt&)>& f,
       // expressions the index passes have no business rewriting.
       RowKernelNode n = *s.as<RowKernelNode>();
       n.length = g(n.length);
+      n.first_row = g(n.first_row);
+      for (Expr& v : n.row_axis_values) v = g(v);
       return make_row_kernel(std::move(n));
     }
     case StmtKind::AttentionKernel: {

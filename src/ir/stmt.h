@@ -200,13 +200,21 @@ struct RowReductionStage {
   int pass = 0;
 };
 
-// One row of a row operator; the variables naming the row are bound by enclosing loops.
-// Runs the reduction passes in order, then stores
+// `rows` consecutive rows of a row operator, first_row .. first_row + rows - 1 (flat row
+// numbers). For each, the kernel binds `row` to its number and each of `row_axes` to the
+// matching expression of `row_axis_values` (in terms of `row`); the element expressions read
+// those. Runs the reduction passes in order, then stores
 // output[output_index] = value for col in [0, length), vector_width lanes at a time
-// (unroll vectors per main-loop step), the tail masked.
+// (unroll vectors per main-loop step), the tail masked. The rows advance together: every
+// pass sweeps the columns once for all of them, with their own accumulators, so that their
+// chains (the horizontal reductions above all) overlap instead of following one another.
 struct RowKernelNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::RowKernel;
-  int64_t vector_width = 8, unroll = 1;
+  int64_t vector_width = 8, unroll = 1, rows = 1;
+  Expr first_row;
+  Var row;
+  std::vector<Var> row_axes;
+  std::vector<Expr> row_axis_values;
   Expr length;
   std::vector<RowReductionStage> reductions;
   Var col;

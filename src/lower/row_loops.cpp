@@ -67,21 +67,44 @@ Stmt build_row_loops(const ops::RowOp& r, const schedule::RowSchedule& s) {
   k.output_index.push_back(r.col);
   k.value = r.value;
   find_reuse(k);
-  Stmt body = make_row_kernel(std::move(k));
 
   // Row axes from the flat row number, innermost fastest.
-  Var row("row"), task("task"), in_task("row_in_task");
+  Var row("row");
   Expr stride = 1;
+  k.row = row;
+  k.row_axes = r.row_axes;
+  k.row_axis_values.resize(r.row_axes.size());
   for (size_t d = r.row_axes.size(); d-- > 0;) {
     Expr digit = row / stride;
     if (d > 0) digit = digit % r.row_extents[d];
-    body = make_let(r.row_axes[d], digit, body);
+    k.row_axis_values[d] = digit;
     stride = stride * r.row_extents[d];
   }
+  auto kernel = [&](Expr first_row, int64_t rows) {
+    RowKernelNode c = k;
+    c.first_row = std::move(first_row);
+    c.rows = rows;
+    return make_row_kernel(std::move(c));
+  };
+
+  // Tasks of rows_per_task rows; in a task, groups of `interleave` rows, then the rows left.
   Expr rows = stride;
   Expr per_task = s.rows_per_task;
-  body = make_let(row, task * per_task + in_task, body);
-  body = make_for(in_task, 0, min(per_task, rows - task * per_task), ForKind::Serial, body);
+  const int64_t group = std::min(s.interleave, s.rows_per_task);
+  Var task("task"), in_task("row_in_task"), count("rows_in_task"), g("group");
+  Expr first = task * per_task;
+  Stmt body;
+  if (group == 1) {
+    body = make_for(in_task, 0, min(per_task, rows - first), ForKind::Serial,
+                    kernel(first + in_task, 1));
+  } else {
+    Expr groups = Expr(count) / group;
+    body = make_let(
+        count, min(per_task, rows - first),
+        make_block({make_for(g, 0, groups, ForKind::Serial, kernel(first + g * group, group)),
+                    make_for(in_task, groups * group, Expr(count) - groups * group, ForKind::Serial,
+                             kernel(first + in_task, 1))}));
+  }
   return make_for(task, 0, ceil_div(rows, per_task),
                   s.parallel ? ForKind::Parallel : ForKind::Serial, body);
 }

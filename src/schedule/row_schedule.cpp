@@ -21,6 +21,7 @@ uint64_t RowSchedule::digest() const {
   for (int64_t v :
        {int64_t(target), int64_t(isa), rows_per_task, unroll, int64_t(parallel), int64_t(passes)})
     h.add(v);
+  if (interleave != 1) h.add(interleave);  // digests of schedules without it are unchanged
   return h.value();
 }
 
@@ -31,7 +32,8 @@ json to_json(const RowSchedule& s) {
               {"rows_per_task", s.rows_per_task},
               {"unroll", s.unroll},
               {"parallel", s.parallel},
-              {"passes", to_string(s.passes)}};
+              {"passes", to_string(s.passes)},
+              {"interleave", s.interleave}};
 }
 
 std::string to_json_text(const RowSchedule& s) {
@@ -64,8 +66,8 @@ int64_t int_field(const json& j, const char* name) {
 
 RowSchedule row_schedule_from_json(const json& j) {
   if (!j.is_object()) user_error("row schedule JSON: expected an object, got {}", j.dump());
-  static const std::set<std::string> known{"kind",   "target",   "isa",   "rows_per_task",
-                                           "unroll", "parallel", "passes"};
+  static const std::set<std::string> known{"kind",   "target",   "isa",    "rows_per_task",
+                                           "unroll", "parallel", "passes", "interleave"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) user_error("row schedule JSON: unknown field '{}'", it.key());
   if (string_field(j, "kind") != "row")
@@ -85,6 +87,7 @@ RowSchedule row_schedule_from_json(const json& j) {
   if (passes != "fused" && passes != "separate")
     user_error("row schedule JSON: passes '{}'; expected fused or separate", passes);
   s.passes = passes == "fused" ? ReductionPasses::Fused : ReductionPasses::Separate;
+  if (j.contains("interleave")) s.interleave = int_field(j, "interleave");
   validate(s);
   return s;
 }
@@ -102,6 +105,8 @@ void validate(const RowSchedule& s) {
     user_error("row schedule: rows_per_task = {}; expected 1..4096", s.rows_per_task);
   if (s.unroll < 1 || s.unroll > 8)
     user_error("row schedule: unroll = {}; expected 1..8", s.unroll);
+  if (s.interleave < 1 || s.interleave > 8)
+    user_error("row schedule: interleave = {}; expected 1..8", s.interleave);
 }
 
 BoundRowSchedule bind(const RowSchedule& s, const te::Operator& op) {

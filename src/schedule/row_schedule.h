@@ -5,14 +5,19 @@
 // Loop structure it describes:
 //
 //   for task in ceil(rows / rows_per_task)          parallel tasks when `parallel`
-//     for row in the task's rows
-//       for each pass over the row                  one per reduction, or one per group of
+//     for group of `interleave` rows in the task's rows (then the task's last rows one by one)
+//       for each pass over the group's rows         one per reduction, or one per group of
 //         acc[unroll] = identity                    independent reductions when `passes`
 //         for j by vector width * unroll: acc[u] op= e(row, j + u*W)       is Fused
 //         for j by vector width:          acc[0] op= e(row, j)
 //         masked tail (L not a multiple of W)
-//         stage = f(horizontal op of acc)
+//         stage = f(horizontal op of acc)      (accumulators and stages per row of the group)
 //       for j by vector width * unroll: out[row, j..] = g(row, j..)   (then by W, then masked)
+//
+// A group's rows advance together through each pass: their reductions are independent
+// chains, which the core overlaps, where one row at a time waits on each horizontal
+// reduction (the latency that bounds short rows: softmax over 16 keys, LayerNorm's three
+// passes).
 //
 // The vector width is the ISA's (8 fp32 lanes for AVX2, 16 for AVX-512); the row
 // length is any value of its extent, including 1 and primes.
@@ -41,6 +46,9 @@ struct RowSchedule {
   int64_t unroll = 2;    // vectors per step of the main loop (independent accumulators), [1, 8]
   bool parallel = true;  // tasks run on the thread pool, or all on the caller's thread
   ReductionPasses passes = ReductionPasses::Fused;
+  // Rows computed together, [1, 8]; at most rows_per_task take part. Optional in JSON
+  // (default 1: schedules written before the field existed).
+  int64_t interleave = 1;
 
   bool operator==(const RowSchedule&) const = default;
   // Stable FNV-1a over the fields, tagged so that it never equals a contraction digest
@@ -87,6 +95,8 @@ RowSchedule random_row_schedule(Rng& rng, Isa isa) {
   s.unroll = pick(1, 4);
   s.parallel = pick(0, 1) == 1;
   s.passes = pick(0, 1) ? ReductionPasses::Fused : ReductionPasses::Separate;
+  static constexpr int64_t kInterleave[] = {1, 2, 3, 4};
+  s.interleave = kInterleave[pick(0, 3)];
   return s;
 }
 

@@ -35,16 +35,22 @@ std::vector<AnySchedule> row_space(schedule::Isa isa, int threads, bool reductio
   std::vector<AnySchedule> out;
   for (int64_t rows : {1, 2, 4, 8, 16, 32})
     for (int64_t unroll : {1, 2, 4, 8})
-      for (auto passes : {schedule::ReductionPasses::Fused, schedule::ReductionPasses::Separate}) {
-        if (!reductions && passes == schedule::ReductionPasses::Separate) continue;
-        RowSchedule s;
-        s.isa = isa;
-        s.rows_per_task = rows;
-        s.unroll = unroll;
-        s.parallel = threads > 1;
-        s.passes = passes;
-        out.push_back(s);
-      }
+      for (auto passes : {schedule::ReductionPasses::Fused, schedule::ReductionPasses::Separate})
+        for (int64_t interleave : {1, 4}) {
+          if (!reductions && passes == schedule::ReductionPasses::Separate) continue;
+          // Rows interleave to overlap their reductions (without any, nothing to overlap),
+          // with at most 8 accumulators per reduction in flight.
+          if (interleave > rows || (!reductions && interleave > 1) || interleave * unroll > 8)
+            continue;
+          RowSchedule s;
+          s.isa = isa;
+          s.rows_per_task = rows;
+          s.unroll = unroll;
+          s.parallel = threads > 1;
+          s.passes = passes;
+          s.interleave = interleave;
+          out.push_back(s);
+        }
   return out;
 }
 
@@ -135,9 +141,10 @@ std::vector<float> SmallSpace::features(const AnySchedule& k, const KindExtents&
               float(int(a->lanes))});
   } else {
     const auto& r = std::get<RowSchedule>(k);
-    f.insert(f.end(), {float(r.rows_per_task), float(r.unroll), float(r.parallel),
-                       float(int(r.passes)), float(ceil_div(e.rows, r.rows_per_task)),
-                       float(ceil_div(e.length, width_ * r.unroll)), float(pad(k, e))});
+    f.insert(f.end(),
+             {float(r.rows_per_task), float(r.unroll), float(r.parallel), float(int(r.passes)),
+              float(r.interleave), float(ceil_div(e.rows, r.rows_per_task)),
+              float(ceil_div(e.length, width_ * r.unroll)), float(pad(k, e))});
   }
   return f;
 }

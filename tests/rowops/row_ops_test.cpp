@@ -141,6 +141,41 @@ TEST(RowOps, SoftmaxWithSymbolicRowLength) {
   }
 }
 
+TEST(RowOps, InterleavedRowsMatchFloat64) {
+  // Groups of 2..8 rows computed together: row counts that leave a remainder in the group
+  // and in the task, tasks shorter than a group, and rows of several axes (softmax over
+  // heads x T x T, whose row axes differ inside a group).
+  std::mt19937_64 rng(13);
+  for (const Case& c : cases()) {
+    for (int64_t n : {1, 17, 64}) {
+      te::Operator op = c.build(n);
+      for (auto [interleave, per_task] :
+           {std::pair<int64_t, int64_t>{2, 3}, {3, 8}, {4, 4}, {4, 16}, {8, 5}, {8, 32}}) {
+        schedule::RowSchedule s;
+        s.isa = host_isa();
+        s.interleave = interleave;
+        s.rows_per_task = per_task;
+        s.unroll = 2;
+        s.parallel = per_task % 2 == 0;
+        runtime::Kernel k = runtime::Kernel::compile(op, s);
+        for (int64_t m : {1, 2, 3, 5, 17, 127, 129})
+          EXPECT_LE(run_and_compare(k, m, rng), c.tolerance)
+              << c.name << " N=" << n << " M=" << m << " " << schedule::to_json_text(s);
+      }
+    }
+  }
+  te::Operator scores = ops::softmax(1, 128, {3, ops::kM, ops::kM});
+  schedule::RowSchedule s;
+  s.isa = host_isa();
+  s.interleave = 4;
+  s.rows_per_task = 6;
+  runtime::Kernel k = runtime::Kernel::compile(scores, s);
+  EXPECT_NE(k.loop_ir().find("row in [task*6 + group*4, task*6 + group*4 + 4)"), std::string::npos)
+      << k.loop_ir();
+  for (int64_t t : {1, 2, 5, 16, 17, 127, 130})
+    EXPECT_LE(run_and_compare(k, t, rng), 1e-6) << "T=" << t;
+}
+
 TEST(RowOps, SoftmaxOnExtremeRows) {
   std::mt19937_64 rng(3);
   schedule::RowSchedule s;
@@ -241,6 +276,21 @@ TEST(RowOps, ScheduleIsTypedData) {
   EXPECT_USER_ERROR(schedule::row_schedule_from_json_text(R"({"kind":"row"})"), "missing field");
   a.unroll = 9;
   EXPECT_USER_ERROR(schedule::validate(a), "unroll = 9");
+  // interleave: in the JSON and the digest; a schedule written before it means 1.
+  a.unroll = 3;
+  a.interleave = 4;
+  b = schedule::row_schedule_from_json_text(schedule::to_json_text(a));
+  EXPECT_EQ(b.interleave, 4);
+  EXPECT_EQ(a, b);
+  a.interleave = 1;
+  EXPECT_NE(a.digest(), b.digest());
+  EXPECT_EQ(schedule::row_schedule_from_json_text(
+                R"({"kind":"row","target":"cpu","isa":"avx2","rows_per_task":4,"unroll":2,)"
+                R"("parallel":true,"passes":"fused"})")
+                .interleave,
+            1);
+  a.interleave = 9;
+  EXPECT_USER_ERROR(schedule::validate(a), "interleave = 9");
 }
 
 TEST(RowOps, FusedPassesShareASweep) {

@@ -1,11 +1,12 @@
-// Explicit vector code for one row of a row operator (ir::RowKernelNode).
+// Explicit vector code for a group of rows of a row operator (ir::RowKernelNode).
 //
 // Every element expression is emitted as a vector of W lanes: columns base..base+W-1.
 // Reads contiguous along the row become vector loads (masked in the tail), reads
 // constant along it scalar loads and a splat; a stage's result or a reduction's total
 // is a splat of its scalar. Reductions keep `unroll` independent accumulators per pass
-// and end in a horizontal reduction; the tail lanes past the row length contribute the
-// reduction's identity.
+// and row and end in a horizontal reduction; the tail lanes past the row length contribute
+// the reduction's identity. The group's rows share every sweep over the columns: at each
+// column step, the step of every row (emitted with that row's axes bound).
 #include <llvm/IR/Intrinsics.h>
 
 #include <unordered_map>
@@ -32,25 +33,47 @@ class RowKernelEmitter {
 
   void emit() {
     length_ = fe_.emit(k_.length);
+    // The row axes of each row of the group, computed once before the sweeps.
+    llvm::Value* first = fe_.emit(k_.first_row);
+    for (int64_t r = 0; r < k_.rows; ++r) {
+      fe_.bind_var(k_.row, b_.CreateAdd(first, b_.getInt64(r), "", true, true));
+      std::vector<llvm::Value*>& axes = row_axes_.emplace_back();
+      for (const Expr& v : k_.row_axis_values) axes.push_back(fe_.emit(v));
+    }
+    fe_.unbind_var(k_.row);
+    reduce_values_.resize(size_t(k_.rows));
+    stage_values_.resize(size_t(k_.rows));
+
     int passes = k_.reductions.empty() ? 0 : k_.reductions.back().pass + 1;
     for (int p = 0; p < passes; ++p) emit_pass(p);
     sweep([&](llvm::Value* base, int, llvm::Value* mask) {
-      llvm::Value* ptr = output_ptr(base);
-      llvm::Value* v;
-      if (k_.reuse >= 0) {  // the reused pass stored the elements; scale them
-        llvm::Value* stored = mask ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(
-                                         vec_type_, ptr, llvm::Align(4), mask,
-                                         llvm::Constant::getNullValue(vec_type_)))
-                                   : b_.CreateAlignedLoad(vec_type_, ptr, llvm::Align(4));
-        v = b_.CreateFMul(stored, vec(k_.scale, k_.col, base, mask));
-      } else {
-        v = vec(k_.value, k_.col, base, mask);
+      for (int64_t r = 0; r < k_.rows; ++r) {
+        bind_row(r);
+        llvm::Value* ptr = output_ptr(base);
+        llvm::Value* v;
+        if (k_.reuse >= 0) {  // the reused pass stored the elements; scale them
+          llvm::Value* stored = mask ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(
+                                           vec_type_, ptr, llvm::Align(4), mask,
+                                           llvm::Constant::getNullValue(vec_type_)))
+                                     : b_.CreateAlignedLoad(vec_type_, ptr, llvm::Align(4));
+          v = b_.CreateFMul(stored, vec(k_.scale, k_.col, base, mask));
+        } else {
+          v = vec(k_.value, k_.col, base, mask);
+        }
+        store(v, ptr, mask);
       }
-      store(v, ptr, mask);
     });
+    for (const Var& a : k_.row_axes) fe_.unbind_var(a);
   }
 
  private:
+  // Emits what follows for row r of the group: its axes bound, its stages and totals read.
+  void bind_row(int64_t r) {
+    row_ = size_t(r);
+    for (size_t d = 0; d < k_.row_axes.size(); ++d)
+      fe_.bind_var(k_.row_axes[d], row_axes_[row_][d]);
+  }
+
   llvm::Value* output_ptr(llvm::Value* base) {
     fe_.bind_var(k_.col, base);
     llvm::Value* ptr =
@@ -120,23 +143,39 @@ class RowKernelEmitter {
     for (const RowReductionStage& r : k_.reductions)
       if (r.pass == pass) members.push_back(&r);
     const int64_t u = k_.unroll;
-    std::vector<std::vector<llvm::Value*>> acc(members.size());
-    for (size_t m = 0; m < members.size(); ++m)
-      for (int64_t j = 0; j < u; ++j) {
-        acc[m].push_back(fe_.entry_alloca(vec_type_, 1, 64));
-        b_.CreateStore(identity(members[m]->op), acc[m].back());
-      }
+    // acc[row][member][j]: the accumulators of each row of the group.
+    std::vector<std::vector<std::vector<llvm::Value*>>> acc(
+        size_t(k_.rows), std::vector<std::vector<llvm::Value*>>(members.size()));
+    for (auto& row_acc : acc)
+      for (size_t m = 0; m < members.size(); ++m)
+        for (int64_t j = 0; j < u; ++j) {
+          row_acc[m].push_back(fe_.entry_alloca(vec_type_, 1, 64));
+          b_.CreateStore(identity(members[m]->op), row_acc[m].back());
+        }
     sweep([&](llvm::Value* base, int j, llvm::Value* mask) {
-      for (size_t m = 0; m < members.size(); ++m) {
-        const RowReductionStage& r = *members[m];
-        llvm::Value* v = vec(r.element, r.axis, base, mask);
-        if (members[m] == &k_.reductions[std::max(k_.reuse, 0)] && k_.reuse >= 0)
-          store(v, output_ptr(base), mask);
-        if (mask) v = b_.CreateSelect(mask, v, identity(r.op));
-        llvm::Value* a = b_.CreateLoad(vec_type_, acc[m][j]);
-        b_.CreateStore(combine(r.op, a, v), acc[m][j]);
+      for (int64_t row = 0; row < k_.rows; ++row) {
+        bind_row(row);
+        for (size_t m = 0; m < members.size(); ++m) {
+          const RowReductionStage& r = *members[m];
+          llvm::Value* v = vec(r.element, r.axis, base, mask);
+          if (members[m] == &k_.reductions[std::max(k_.reuse, 0)] && k_.reuse >= 0)
+            store(v, output_ptr(base), mask);
+          if (mask) v = b_.CreateSelect(mask, v, identity(r.op));
+          llvm::Value* a = b_.CreateLoad(vec_type_, acc[row_][m][j]);
+          b_.CreateStore(combine(r.op, a, v), acc[row_][m][j]);
+        }
       }
     });
+    for (int64_t row = 0; row < k_.rows; ++row) {
+      bind_row(row);
+      finish_pass(members, acc[row_]);
+    }
+  }
+
+  // The totals of one row's reductions in this pass, then the stages they define.
+  void finish_pass(const std::vector<const RowReductionStage*>& members,
+                   const std::vector<std::vector<llvm::Value*>>& acc) {
+    const int64_t u = k_.unroll;
     for (size_t m = 0; m < members.size(); ++m) {
       const RowReductionStage& r = *members[m];
       llvm::Value* total = b_.CreateLoad(vec_type_, acc[m][0]);
@@ -158,9 +197,9 @@ class RowKernelEmitter {
         llvm::cast<llvm::Instruction>(max)->setFastMathFlags(fmf);
         scalar = max;
       }
-      reduce_values_[r.reduce.get()] = scalar;
-      stage_values_[r.result.get()] = b_.CreateExtractElement(vec(r.value, Var(), nullptr, nullptr),
-                                                              uint64_t(0), r.result.name());
+      reduce_values_[row_][r.reduce.get()] = scalar;
+      stage_values_[row_][r.result.get()] = b_.CreateExtractElement(
+          vec(r.value, Var(), nullptr, nullptr), uint64_t(0), r.result.name());
     }
   }
 
@@ -169,14 +208,14 @@ class RowKernelEmitter {
     return emit_vector_expr(b_, e, width_, [&](const Expr& x) -> llvm::Value* {
       switch (x.kind()) {
         case ExprKind::Reduce: {
-          auto it = reduce_values_.find(x.get());
-          DC_INTERNAL_CHECK(it != reduce_values_.end(),
+          auto it = reduce_values_[row_].find(x.get());
+          DC_INTERNAL_CHECK(it != reduce_values_[row_].end(),
                             "row kernel: reduction read before its pass");
           return splat(it->second);
         }
         case ExprKind::Load: {
           const auto* l = x.as<LoadNode>();
-          if (auto it = stage_values_.find(l->buffer.get()); it != stage_values_.end())
+          if (auto it = stage_values_[row_].find(l->buffer.get()); it != stage_values_[row_].end())
             return splat(it->second);
           bool along_row = col.defined() && !l->indices.empty() &&
                            l->indices.back().get() == static_cast<const ExprNode*>(col.get());
@@ -204,8 +243,11 @@ class RowKernelEmitter {
   unsigned width_;
   llvm::FixedVectorType* vec_type_;
   llvm::Value* length_ = nullptr;
-  std::unordered_map<const ExprNode*, llvm::Value*> reduce_values_;
-  std::unordered_map<const BufferNode*, llvm::Value*> stage_values_;
+  // Per row of the group: its axes, its reductions' totals and its stages' values.
+  std::vector<std::vector<llvm::Value*>> row_axes_;
+  std::vector<std::unordered_map<const ExprNode*, llvm::Value*>> reduce_values_;
+  std::vector<std::unordered_map<const BufferNode*, llvm::Value*>> stage_values_;
+  size_t row_ = 0;  // the row being emitted (bind_row)
 };
 
 }  // namespace
