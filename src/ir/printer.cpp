@@ -175,11 +175,13 @@ void print(const Stmt& s, int indent, std::string& out) {
           n->k_streams > 1 ? fmt::format(", {} k-streams", n->k_streams) : "",
           n->prefetch_b > 0 ? fmt::format(", B prefetched {} ahead", n->prefetch_b) : "",
           to_string(n->k_extent), to_string(n->m_valid), to_string(n->n_valid));
-      out +=
-          fmt::format("{}  A: {}\n{}  B: {}{}\n", pad, operand_text(n->a), pad, operand_text(n->b),
-                      n->dot          ? " (in place, columns along k)"
-                      : n->b_in_place ? " (in place, masked n tail)"
-                                      : "");
+      std::string b_note = n->dot          ? " (in place, columns along k)"
+                           : n->b_in_place ? " (in place, masked n tail)"
+                                           : "";
+      if (n->b_vector_stride.defined())
+        b_note = fmt::format(" (vector v at +v*{}, masked n tail)", to_string(n->b_vector_stride));
+      out += fmt::format("{}  A: {}\n{}  B: {}{}\n", pad, operand_text(n->a), pad,
+                         operand_text(n->b), b_note);
       out += fmt::format("{}  C: {}[{} + r*{} + c], first k-block: {}, last k-block: {}\n", pad,
                          n->c.name(), to_string(n->c_offset), to_string(n->c_row_stride),
                          to_string(n->first_k_block), to_string(n->last_k_block));

@@ -171,6 +171,7 @@ Stmt map_stmt(const Stmt& s, const std::function<Stmt(const Stmt&)>& f,
       MicroKernelNode n = *s.as<MicroKernelNode>();
       n.a = map_operand(n.a, g);
       n.b = map_operand(n.b, g);
+      if (n.b_vector_stride.defined()) n.b_vector_stride = g(n.b_vector_stride);
       n.k_extent = g(n.k_extent);
       n.c_offset = g(n.c_offset);
       n.c_row_stride = g(n.c_row_stride);

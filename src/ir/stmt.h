@@ -165,6 +165,10 @@ struct EpilogueOperand {
 // are contiguous along j (row_stride 1) so that NR/width vector loads feed each k-step.
 // b_in_place: B is the operator's own tensor, not a zero-padded panel, so columns at or
 // past n_valid may lie outside it: the loads of an edge tile are masked.
+// b_vector_stride (defined for pre-packed B): B is stored in panels one vector wide, so
+// the row's vector v starts at b.offset + v*b_vector_stride + k*b.k_stride instead of
+// v*vector_width; panels hold only the operator's columns (rounded up to the vector
+// width), so the loads of an edge tile are masked too.
 struct MicroKernelNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::MicroKernel;
   int64_t mr, nr, unroll_k;
@@ -182,6 +186,7 @@ struct MicroKernelNode : StmtNode {
   Expr epilogue;  // undefined: C = the sum
   std::vector<EpilogueOperand> epilogue_inputs;
   bool b_in_place = false;
+  Expr b_vector_stride;  // undefined: B's rows are contiguous
   // Vectors along k instead of n: MR x NR dot products of A's rows and B's columns, both
   // read in place with unit stride along k (b.row_stride: between B's columns); nr is any
   // count of columns. See schedule::MicroKernelSchedule::vector_axis.

@@ -87,7 +87,13 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
   mk.vector_width = schedule::vector_isa(s.isa).width;
   mk.k_extent = Var(k.len);
   mk.m_valid = min(Expr(s.mr), Var(m.len) - Var(m_tile) * s.mr);
-  mk.n_valid = min(Expr(s.nr), Var(n.len) - Var(n_tile) * s.nr);
+  // Blocks of N are whole multiples of NR (nc is one), so when NR divides N every column
+  // tile is whole: say so, and the micro-kernel has no edge case along n to emit.
+  const int64_t* n_const = as_const_int(c.n_extent);
+  if (n_const && *n_const % s.nr == 0)
+    mk.n_valid = Expr(s.nr);
+  else
+    mk.n_valid = min(Expr(s.nr), Var(n.len) - Var(n_tile) * s.nr);
   mk.first_k_block = eq(Var(k.begin), 0);
   mk.last_k_block = eq(Var(k.begin) + Var(k.len), c.k_extent);
 
@@ -104,7 +110,6 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
   }
   // B: panels [tile][k][NR], per block or pre-packed once for all calls.
   Buffer b_panel;
-  Expr n_padded = ceil_div(c.n_extent, s.nr) * s.nr;
   if (s.pack_b == PackB::PerBlock) {
     b_panel = Buffer(c.b.tensor.name() + "_panel", {Expr(s.nc * s.kc)});
     mk.b = TileOperand{b_panel, Var(n_tile) * s.nr * Var(k.len), 1, s.nr};
@@ -127,14 +132,17 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
     mk.b = TileOperand{c.b.tensor, at_tile, 1, form->coefficients[1]};
     mk.b_in_place = true;
   } else {
-    nest.packed_b_size = c.k_extent * n_padded;
+    // Pre-packed: panels one vector wide over all of k, [N / W][K][W], zero-padded to a
+    // whole vector. The layout depends on neither the tile (NR) nor the blocking (kc), so
+    // every kernel of a module shares one packed copy of the weights: a row of the tile is
+    // NR / W vectors, one per panel, K * W apart.
+    const int64_t w = mk.vector_width;
+    nest.packed_b_size = c.k_extent * (ceil_div(c.n_extent, w) * w);
     nest.packed_b = Buffer(c.b.tensor.name() + "_packed", {nest.packed_b_size});
-    mk.b = TileOperand{nest.packed_b, Var(k.begin) * n_padded + col0 * Var(k.len), 1, s.nr};
-    // The pre-packing program: every k-block of B, all of N, zero-padded to NR.
-    BlockLoop pk = make_block_loop("k", c.k_extent, s.kc);
-    Stmt stage = pack_stage(c.b, c.n, c.k, nest.packed_b, Var(pk.begin) * n_padded, s.nr,
-                            {0, c.n_extent, c.n_extent, Var(pk.begin), Var(pk.len)});
-    nest.prepack = wrap_block_loop(pk, stage);
+    mk.b = TileOperand{nest.packed_b, col0 * c.k_extent + Var(k.begin) * w, 1, Expr(w)};
+    mk.b_vector_stride = c.k_extent * w;
+    nest.prepack =
+        pack_stage(c.b, c.n, c.k, nest.packed_b, 0, w, {0, c.n_extent, c.n_extent, 0, c.k_extent});
   }
   // C: the output is contiguous along n (the contraction matcher guarantees n is last).
   {

@@ -125,17 +125,21 @@ TEST(Assembly, KStreamTilesKeepTheirAccumulatorsInRegisters) {
   }
 }
 
-// prefetch_b: one prefetch per 64-byte line of B's row in every k-step of the main loop
-// (8 x 48 on AVX-512: three per step, 4 steps per iteration), none without it, and the
-// tile still in registers.
+// prefetch_b: one prefetch per vector of B's row (a 64-byte line on AVX-512) in every
+// k-step of the main loop (8 x 48: three per step, 4 steps per iteration), none without
+// it, and the tile still in registers.
 TEST(Assembly, PrefetchedBHasOnePrefetchPerLineOfItsRow) {
   std::string plain = assembly_for(schedule::Isa::Avx512, 48, 8, 1, schedule::PackA::Direct);
   std::string ahead = assembly_for(schedule::Isa::Avx512, 48, 8, 1, schedule::PackA::Direct, 32);
   EXPECT_EQ(occurrences(plain, "prefetch"), 0);
   EXPECT_GE(occurrences(ahead, "prefetcht0"), 3 * 4);
   EXPECT_EQ(stack_vector_lines(ahead, "zmm"), 0) << "registers spilled";
-  // 32 k-steps of 48 floats ahead: 6144 bytes past the row's address.
-  EXPECT_NE(ahead.find("6144("), std::string::npos);
+  // Pre-packed B lies in panels one vector wide over all of K = 768: 32 k-steps ahead is
+  // 32 x 16 floats, 2048 bytes past the row's address in each panel, and the tile's
+  // second and third vectors are 768 x 16 floats (49152 bytes) panel after panel.
+  EXPECT_NE(ahead.find("2048("), std::string::npos);
+  EXPECT_NE(ahead.find(std::to_string(2048 + 49152) + "("), std::string::npos);
+  EXPECT_NE(ahead.find(std::to_string(2048 + 2 * 49152) + "("), std::string::npos);
 }
 
 // B read in place (attention's S V: B changes every call) has a second k-loop for edge

@@ -88,19 +88,21 @@ TEST(Errors, PrepackedInputMustBeThePackedBuffer) {
   EXPECT_USER_ERROR(
       k.run({5}, {{x.data(), x.size()}, {raw.data(), raw.size()}}, {y.data(), y.size()}),
       "does not hold pre-packed weights");
-  // Weights packed for another micro-kernel with the same packed size but another layout
-  // (k-blocks of 4 instead of 8) are refused.
-  schedule::MicroKernelSchedule other = s;
-  other.kc = 4;
-  runtime::Kernel k2 = runtime::Kernel::compile(op, other);
-  runtime::AlignedBuffer packed2 = k2.prepack({5}, {w.data(), w.size()});
+  // Weights packed by a kernel of another operator with the same packed size (N = 24, no
+  // padding) are refused.
+  runtime::Kernel k2 = runtime::Kernel::compile(ops::dense(1, 16, 24, 10), s);
+  runtime::AlignedBuffer w2(240);
+  runtime::AlignedBuffer packed2 = k2.prepack({5}, {w2.data(), w2.size()});
   ASSERT_EQ(packed2.size(), k.packed_size({5}));
   EXPECT_USER_ERROR(
       k.run({5}, {{x.data(), x.size()}, {packed2.data(), packed2.size()}}, {y.data(), y.size()}),
       "packed for another micro-kernel");
-  // A kernel that packs the same way (another unroll) accepts them: modules share them.
+  // A kernel of the same operator with another unroll, tile width and k-block packs the
+  // same way (panels one vector wide over all of K) and accepts them: modules share them.
   schedule::MicroKernelSchedule same = s;
   same.unroll_k = 1;
+  same.nr = 16;
+  same.kc = 4;
   runtime::Kernel k3 = runtime::Kernel::compile(op, same);
   runtime::AlignedBuffer packed3 = k3.prepack({5}, {w.data(), w.size()});
   k.run({5}, {{x.data(), x.size()}, {packed3.data(), packed3.size()}}, {y.data(), y.size()});

@@ -176,7 +176,7 @@ TEST(Lower, PrepackedScheduleProducesAPrepackProgram) {
   EXPECT_EQ(k.prepacked_input, 1);
   EXPECT_EQ(k.compute.buffers[1].name(), "W_packed");
   EXPECT_EQ(count(k.compute.body, ir::StmtKind::Allocate), 0) << "nothing is packed per call";
-  // N = 250 padded to 256 (a multiple of NR = 16), times K = 256.
+  // N = 250 padded to 256 (a multiple of the vector width), times K = 256.
   EXPECT_EQ(ir::evaluate_int(k.packed_b_size, {}), 256 * 256);
 }
 

@@ -86,6 +86,7 @@ struct MicroKernelOperands {
   llvm::Value *m_valid, *n_valid, *k_extent;
   llvm::Value *a_base, *a_row_stride, *a_k_stride;
   llvm::Value *b_base, *b_row_stride, *b_k_stride;
+  llvm::Value* b_vector_stride;  // between the W-wide vectors of B's row (MicroKernelNode)
   llvm::Value *c_base, *ldc, *first, *last;
 };
 MicroKernelOperands emit_micro_kernel_operands(FunctionEmitter& fe, const ir::MicroKernelNode& mk);

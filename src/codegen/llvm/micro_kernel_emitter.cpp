@@ -9,7 +9,9 @@
 // columns past n_valid are masked when C is loaded and not stored (the vector that
 // straddles n_valid goes out lane by lane). B read in place (no panel) gets a second k-loop
 // for edge column blocks whose loads are masked (llvm.masked.load) so that no lane past the
-// tensor's end is touched.
+// tensor's end is touched; B pre-packed in panels one vector wide gets one whose vectors
+// past the last panel re-read that panel.
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
 
@@ -20,6 +22,7 @@
 #include "codegen/llvm/codegen_llvm.h"
 #include "codegen/llvm/vector_expr.h"
 #include "ir/printer.h"
+#include "schedule/isa.h"
 #include "support/error.h"
 
 namespace dietcode::codegen {
@@ -43,6 +46,8 @@ MicroKernelOperands emit_micro_kernel_operands(FunctionEmitter& fe, const MicroK
   o.b_base = fe.element_ptr(mk.b.buffer, fe.emit(mk.b.offset));
   o.b_row_stride = fe.emit(mk.b.row_stride);
   o.b_k_stride = fe.emit(mk.b.k_stride);
+  o.b_vector_stride =
+      fe.emit(mk.b_vector_stride.defined() ? mk.b_vector_stride : Expr(mk.vector_width));
   o.c_base = fe.element_ptr(mk.c, fe.emit(mk.c_offset));
   o.ldc = fe.emit(mk.c_row_stride);
   o.first = fe.emit(mk.first_k_block);
@@ -92,6 +97,7 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
   llvm::Value *n_valid = ops.n_valid, *k_extent = ops.k_extent;
   llvm::Value *a_base = ops.a_base, *a_row_stride = ops.a_row_stride, *a_k_stride = ops.a_k_stride;
   llvm::Value *b_base = ops.b_base, *b_k_stride = ops.b_k_stride;
+  llvm::Value* b_vector_stride = ops.b_vector_stride;
   llvm::Value *c_base = ops.c_base, *ldc = ops.ldc, *first = ops.first, *last = ops.last;
 
   // Row i of a sub-tile starting at row0 lies i strides past the sub-tile's first row:
@@ -197,22 +203,66 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
   // holds one lane mask per vector then, and is empty for the unmasked loop.
   std::vector<llvm::Value*> b_masks;
   // With mk.prefetch_b, each k-step (unmasked) also prefetches the lines of B's row that
-  // many steps ahead into L1; a prefetch past the end of B is a hint that never faults.
+  // many steps ahead into L1 (one per 64-byte line of a contiguous row, one per vector of a
+  // row in vector-wide panels); a prefetch past the end of B is a hint that never faults.
   llvm::Function* prefetch =
       mk.prefetch_b > 0 ? llvm::Intrinsic::getDeclaration(
                               fn->getParent(), llvm::Intrinsic::prefetch, {b_base->getType()})
                         : nullptr;
   const int64_t floats_per_line = 16;
-  auto k_step = [&](llvm::Value* k, Tile& acc) {
-    llvm::Value* b_row = gep(b_base, b.CreateMul(k, b_k_stride));
+  const bool b_paneled = mk.b_vector_stride.defined();
+  // B in vector-wide panels: an edge column block reads its vectors past n_valid from the
+  // last panel it owns (`b_panel_offsets`, empty for full blocks: vector v at v * stride).
+  // Panels are zero-padded to a whole vector, so every read stays inside the panels, no
+  // load is masked, and the columns read twice are never stored.
+  std::vector<llvm::Value*> b_panel_offsets;
+  auto b_vector = [&](llvm::Value* row, int64_t v) {
+    if (!b_paneled) return gep(row, imm(v * W));
+    if (!b_panel_offsets.empty()) return gep(row, b_panel_offsets[v]);
+    return gep(row, b.CreateMul(imm(v), b_vector_stride));
+  };
+  auto edge_panel_offsets = [&] {
+    llvm::Value* last = b.CreateSub(b.CreateSDiv(b.CreateAdd(n_valid, imm(W - 1)), imm(W)), imm(1));
+    std::vector<llvm::Value*> offsets;
+    for (int64_t v = 0; v < V; ++v) {
+      llvm::Value* panel = b.CreateSelect(b.CreateICmpSLT(imm(v), last), imm(v), last);
+      offsets.push_back(b.CreateMul(panel, b_vector_stride));
+    }
+    return offsets;
+  };
+  // In vector-wide panels consecutive k-steps read a panel 64 bytes apart: the instruction
+  // scheduler clusters such loads (SelectionDAG's neighbouring-load clustering: the
+  // unrolled steps' first vectors issued at once), keeping 3 more vectors live and
+  // spilling a full tile's accumulators. Each unrolled step's row index goes through an
+  // empty inline asm (`opaque`: no instruction), so no two steps' loads share a base the
+  // scheduler can see.
+  llvm::InlineAsm* opaque =
+      b_paneled
+          ? llvm::InlineAsm::get(llvm::FunctionType::get(b.getInt64Ty(), {b.getInt64Ty()}, false),
+                                 "", "=r,0", /*hasSideEffects=*/false)
+          : nullptr;
+  const int64_t registers = W == schedule::vector_isa(schedule::Isa::Avx512).width ? 32 : 16;
+  llvm::InlineAsm* after_b =
+      b_paneled && MR + V + MR * V > registers
+          ? llvm::InlineAsm::get(
+                llvm::FunctionType::get(b.getInt64Ty(), {b.getInt64Ty(), vt}, false), "", "=r,0,x",
+                /*hasSideEffects=*/false)
+          : nullptr;
+  // `b_k`: B's row index when it differs from k's value as the scheduler sees it.
+  auto k_step = [&](llvm::Value* k, Tile& acc, llvm::Value* b_k = nullptr) {
+    llvm::Value* b_row = gep(b_base, b.CreateMul(b_k ? b_k : k, b_k_stride));
     if (prefetch && b_masks.empty()) {
       llvm::Value* ahead = gep(b_row, b.CreateMul(imm(mk.prefetch_b), b_k_stride));
-      for (int64_t f = 0; f < NR; f += floats_per_line)
-        b.CreateCall(prefetch, {gep(ahead, imm(f)), b.getInt32(0), b.getInt32(3), b.getInt32(1)});
+      if (b_paneled)
+        for (int64_t v = 0; v < V; ++v)
+          b.CreateCall(prefetch, {b_vector(ahead, v), b.getInt32(0), b.getInt32(3), b.getInt32(1)});
+      else
+        for (int64_t f = 0; f < NR; f += floats_per_line)
+          b.CreateCall(prefetch, {gep(ahead, imm(f)), b.getInt32(0), b.getInt32(3), b.getInt32(1)});
     }
     auto load_b = [&](int64_t v) -> llvm::Value* {
-      if (b_masks.empty()) return b.CreateAlignedLoad(vt, gep(b_row, imm(v * W)), elem_align);
-      return b.CreateMaskedLoad(vt, gep(b_row, imm(v * W)), elem_align, b_masks[v],
+      if (b_masks.empty()) return b.CreateAlignedLoad(vt, b_vector(b_row, v), elem_align);
+      return b.CreateMaskedLoad(vt, b_vector(b_row, v), elem_align, b_masks[v],
                                 llvm::Constant::getNullValue(vt));
     };
     llvm::Value* a_off = b.CreateMul(k, a_k_stride);
@@ -230,6 +280,7 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
     }
     std::vector<llvm::Value*> bv(V);
     for (int64_t v = 0; v < V; ++v) bv[v] = load_b(v);
+    if (after_b) a_off = b.CreateCall(after_b, {a_off, bv[V - 1]});
     for (int64_t i = 0; i < MR; ++i) {
       llvm::Value* splat = splat_a(i);
       for (int64_t v = 0; v < V; ++v) acc[i][v] = b.CreateCall(fma, {splat, bv[v], acc[i][v]});
@@ -277,15 +328,23 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
     b.CreateCondBr(b.CreateICmpSLT(k, end), body, exit);
     b.SetInsertPoint(body);
     std::vector<Tile> acc = phis;
+    // Steps u of one stream read B's panels 64 bytes apart: their row indices go through
+    // `opaque` (streams lie a whole range apart and share them).
+    std::vector<llvm::Value*> hidden(step, nullptr);
+    if (opaque && step > 1)
+      for (int64_t u = 0; u < step; ++u)
+        hidden[u] = b.CreateCall(opaque, {b.CreateAdd(k, imm(u), "", false, true)});
     if (split_len) {
       for (int64_t s = 0; s < n_streams; ++s)
-        for (int64_t u = 0; u < step; ++u)
-          k_step(b.CreateAdd(b.CreateAdd(k, b.CreateMul(split_len, imm(s)), "", false, true),
-                             imm(u), "", false, true),
-                 acc[s % n_copies]);
+        for (int64_t u = 0; u < step; ++u) {
+          llvm::Value* offset = b.CreateMul(split_len, imm(s));
+          k_step(b.CreateAdd(b.CreateAdd(k, offset, "", false, true), imm(u), "", false, true),
+                 acc[s % n_copies],
+                 hidden[u] ? b.CreateAdd(hidden[u], offset, "", false, true) : nullptr);
+        }
     } else {
       for (int64_t u = 0; u < unroll; ++u)
-        k_step(b.CreateAdd(k, imm(u), "", false, true), acc[u % n_copies]);
+        k_step(b.CreateAdd(k, imm(u), "", false, true), acc[u % n_copies], hidden[u]);
     }
     llvm::BasicBlock* latch = b.GetInsertBlock();
     k->addIncoming(b.CreateAdd(k, imm(step), "", false, true), latch);
@@ -329,18 +388,23 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
         [&] { return k_loops_over(acc, k_extent); });
   };
   Tile acc;
-  if (!mk.b_in_place) {
+  if ((!mk.b_in_place && !b_paneled) || is_const(mk.n_valid, NR)) {
     acc = k_loops(init);
   } else {
     // Full column blocks load B unmasked; an edge block masks lanes at or past n_valid,
-    // which may lie past the end of B (they read as zero and are never stored).
+    // which may lie past the end of B or of its panels (they read as zero and are never
+    // stored).
     acc = either(
         b.CreateICmpEQ(n_valid, imm(NR)), "b",  //
         [&] { return k_loops(init); },
         [&] {
-          b_masks = n_tail_masks();
+          if (b_paneled)
+            b_panel_offsets = edge_panel_offsets();
+          else
+            b_masks = n_tail_masks();
           Tile edge = k_loops(init);
           b_masks.clear();
+          b_panel_offsets.clear();
           return edge;
         },
         edges_rare);
