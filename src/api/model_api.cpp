@@ -25,8 +25,10 @@ Model Model::load(const std::string& model_dir, const std::string& weights_path,
   o.layers = options.layers;
   o.retarget_to_host = options.retarget_to_host;
   o.code_cache = options.code_cache;
-  if (options.threads > 0) runtime::ThreadPool::global().set_num_threads(options.threads);
-  return Model(std::make_unique<Impl>(Impl{model::Model::load(model_dir, weights_path, o)}));
+  auto impl = std::make_unique<Impl>(Impl{model::Model::load(model_dir, weights_path, o)});
+  runtime::ThreadPool::global().set_num_threads(options.threads > 0 ? options.threads
+                                                                    : impl->model.tuned_threads());
+  return Model(std::move(impl));
 }
 
 int64_t Model::hidden() const {

@@ -47,6 +47,46 @@ double time_once(const std::function<void()>& fn) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Sweeps the caches before a call that must meet its weights in memory (the cold-weights
+// bench): every thread of the pool reads a buffer several times the largest cache, which
+// evicts whatever an implementation keeps, its own copies of the weights included (a
+// peer's reordered weights are out of our reach otherwise), then the calling thread reads
+// the activations back in, as the layer before would have left them.
+class CacheSweeper {
+ public:
+  CacheSweeper(const Roofline& roofline, int threads) : threads_(threads) {
+    int64_t largest = 0;
+    for (const MemoryLevel& l : roofline.levels)
+      if (l.name != "DRAM") largest = std::max(largest, l.capacity);
+    buffer_.assign(size_t(std::max<int64_t>(int64_t(64) << 20, 4 * largest)) / sizeof(float), 1.0f);
+    auto start = Clock::now();
+    sweep({});
+    seconds_ = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  // Untimed work before each timed call.
+  void sweep(const std::vector<std::pair<const float*, size_t>>& activations) const {
+    auto read_all = [](int64_t, int64_t, void* self) {
+      const auto& b = static_cast<const CacheSweeper*>(self)->buffer_;
+      float sum = 0;
+      for (size_t i = 0; i < b.size(); i += 16) sum += b[i];
+      volatile float sink = sum;
+      (void)sink;
+    };
+    runtime::ThreadPool::global().parallel_for(threads_, read_all, const_cast<CacheSweeper*>(this));
+    float sum = 0;
+    for (const auto& [p, n] : activations)
+      for (size_t i = 0; i < n; i += 16) sum += p[i];
+    volatile float sink = sum;
+    (void)sink;
+  }
+  double seconds() const { return seconds_; }  // of one sweep
+
+ private:
+  int threads_;
+  runtime::AlignedVector<float> buffer_;
+  double seconds_ = 0;
+};
+
 double median(std::vector<double> v) {
   std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
   return v[v.size() / 2];
@@ -89,6 +129,12 @@ struct ProblemData {
   }
 
   void poison() { std::fill(c.begin(), c.end(), std::numeric_limits<float>::quiet_NaN()); }
+  // What a model's previous layer leaves in cache (with cold weights): A, unless B is
+  // not shared (batched products have no weights).
+  std::vector<std::pair<const float*, size_t>> activations() const {
+    return {{a.data(), a.size()}};
+  }
+  bool has_weights() const { return p.b_shared; }
 
   // Largest relative error over the checked rows (infinite if any value is not finite).
   double error() const {
@@ -228,6 +274,7 @@ struct EpilogueData {
   std::vector<int64_t> check_rows;
   std::vector<double> want;
   double bytes = 0;  // every input read once, the output written once
+  std::vector<std::pair<const float*, size_t>> hot;  // the inputs that are not constant
 
   EpilogueData(const WorkloadLayer& layer, int64_t t, std::mt19937_64& rng)
       : p(layer.problem(t)), pass(layer.epilogue_problem(t)) {
@@ -238,6 +285,8 @@ struct EpilogueData {
       for (float& v : inputs.back()) v = dist(rng);
     }
     for (int64_t size : sizes) bytes += 4.0 * double(size);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!layer.op.inputs[i].constant) hot.push_back({inputs[i].data(), inputs[i].size()});
     out.resize(sizes.back());
     product.resize(sizes.back());
     check_rows = pick_check_rows(pass.rows, 4, rng);
@@ -251,6 +300,8 @@ struct EpilogueData {
     std::fill(product.begin(), product.end(), std::numeric_limits<float>::quiet_NaN());
   }
   double error() const { return checked_rows_error(out, check_rows, want, p.n); }
+  std::vector<std::pair<const float*, size_t>> activations() const { return hot; }
+  bool has_weights() const { return true; }
 };
 
 constexpr double kTolerance = 1e-5;
@@ -359,6 +410,7 @@ class BenchRun {
     runtime::ThreadPool::global().set_pinning(true);
     result_.roofline = measure_roofline(o_.threads, isa_);
     if (!o_.quiet) fmt::print(stderr, "{}\n", result_.roofline.describe());
+    if (o_.cold_weights) sweeper_.emplace(result_.roofline, o_.threads);
 
     if (o_.peers != std::vector<std::string>{"none"}) {
       try {
@@ -489,6 +541,15 @@ class BenchRun {
   template <typename Data>
   void measure(const WorkloadLayer& layer, int64_t t, std::vector<Candidate> candidates,
                Data& data) {
+    // With cold weights, a layer that has weights has its caches swept before each call.
+    std::vector<std::pair<const float*, size_t>> activations;
+    cold_ = false;
+    if constexpr (requires { data.activations(); })
+      if (sweeper_ && data.has_weights()) {
+        activations = data.activations();
+        cold_activations_ = &activations;
+        cold_ = true;
+      }
     check_and_screen(layer, t, candidates, data);
     std::map<std::string, Candidate*> best = best_variants(candidates);
     ShapeTimings timings = time_until_undisturbed(best);
@@ -498,6 +559,14 @@ class BenchRun {
           "best)",
           layer.name, t, kAttempts, 100 * (timings.spread - 1)));
     append_rows(layer, t, data, best, timings);
+    cold_ = false;
+    cold_activations_ = nullptr;
+  }
+
+  // One call's time; with cold weights, after the caches were swept (not timed).
+  double timed(const std::function<void()>& fn) {
+    if (cold_) sweeper_->sweep(*cold_activations_);
+    return time_once(fn);
   }
 
   // Our kernels and modules of a contraction on `args` (the operator's inputs in order,
@@ -617,7 +686,7 @@ class BenchRun {
       for (PeerVariant& v : variants) {
         v.run();
         double screen = 1e30;
-        for (int r = 0; r < 3; ++r) screen = std::min(screen, time_once(v.run));
+        for (int r = 0; r < 3; ++r) screen = std::min(screen, timed(v.run));
         if (o_.threads > 1) settle(idle_spin_[peer->name()]);
         if (!mine || screen < mine->screen)
           mine = Candidate{peer->name(), fmt::format("{}[{}]", peer->name(), v.label), v.run, 0,
@@ -769,7 +838,7 @@ class BenchRun {
       }
       c.screen = 1e30;
       warm_up(c.run, warm_up_seconds());
-      for (int r = 0; r < 3; ++r) c.screen = std::min(c.screen, time_once(c.run));
+      for (int r = 0; r < 3; ++r) c.screen = std::min(c.screen, timed(c.run));
       if (o_.threads > 1 && idle_spin_.count(c.impl)) settle(idle_spin_[c.impl]);
     }
   }
@@ -793,7 +862,7 @@ class BenchRun {
       for (auto& [impl, c] : best) {
         warm_up(c->run, warm_up_seconds());
         std::vector<double> burst_times;
-        for (int r = 0; r < burst; ++r) burst_times.push_back(time_once(c->run));
+        for (int r = 0; r < burst; ++r) burst_times.push_back(timed(c->run));
         timings.times[impl].insert(timings.times[impl].end(), burst_times.begin(),
                                    burst_times.end());
         round_medians[impl].push_back(median(burst_times));
@@ -813,8 +882,10 @@ class BenchRun {
   ShapeTimings time_until_undisturbed(const std::map<std::string, Candidate*>& best) {
     double slowest = 0;
     for (auto& [impl, c] : best) slowest = std::max(slowest, c->screen);
-    int burst = static_cast<int>(
-        std::clamp(o_.seconds_per_measurement / kRounds / std::max(slowest, 1e-7), 2.0, 40.0));
+    // A cold call costs its sweep too (untimed, but wall time all the same).
+    const double per_call = std::max(slowest, 1e-7) + (cold_ ? sweeper_->seconds() : 0.0);
+    int burst =
+        static_cast<int>(std::clamp(o_.seconds_per_measurement / kRounds / per_call, 2.0, 40.0));
     ShapeTimings kept;
     for (int attempt = 1; attempt <= kAttempts; ++attempt) {
       ShapeTimings timings = time_interleaved(best, burst);
@@ -830,10 +901,7 @@ class BenchRun {
     const GemmProblem& p = data.p;
     double flops = gemm_flops(p);
     double bytes = 4.0 * (data.a.size() + data.b.size() + data.c.size());
-    add_rows({layer.name, "", "", o_.threads, t, p.m, p.n, p.k, 0, 0,
-              result_.roofline.ceiling_gflops(flops, bytes), 0,
-              result_.roofline.level_for(bytes).name, "GFLOP/s"},
-             flops, best, timings);
+    add_rows(product_row(layer, t, p, flops, bytes), flops, best, timings);
   }
 
   // A row operator's rows: GB/s (its bytes moved once) against the bandwidth of the level
@@ -868,13 +936,34 @@ class BenchRun {
                    const std::map<std::string, Candidate*>& best, ShapeTimings& timings) {
     const GemmProblem& p = data.p;
     double flops = gemm_flops(p);
-    add_rows({layer.name, "", "", o_.threads, t, p.m, p.n, p.k, 0, 0,
-              result_.roofline.ceiling_gflops(flops, data.bytes), 0,
-              result_.roofline.level_for(data.bytes).name, "GFLOP/s"},
-             flops, best, timings);
+    add_rows(product_row(layer, t, p, flops, data.bytes), flops, best, timings);
     auto comp = best.find("composition");
     if (comp != best.end())
       note(fmt::format("{} T={}: composition = {}", layer.name, t, comp->second->variant));
+  }
+
+  // A product's row before its timings: the roofline of `flops` and of `bytes` moved once
+  // from the level that holds them (DRAM when timed with cold weights).
+  Measurement product_row(const WorkloadLayer& layer, int64_t t, const GemmProblem& p, double flops,
+                          double bytes) const {
+    const Roofline& r = result_.roofline;
+    const MemoryLevel& level = cold_ ? r.levels.back() : r.level_for(bytes);
+    Measurement m{layer.name,
+                  "",
+                  "",
+                  o_.threads,
+                  t,
+                  p.m,
+                  p.n,
+                  p.k,
+                  0,
+                  0,
+                  r.ceiling_gflops(flops, bytes, level),
+                  0,
+                  level.name,
+                  "GFLOP/s"};
+    m.cold_weights = cold_;
+    return m;
   }
 
   // `shape` with each implementation's time, rate (work / time / 1e9) and error.
@@ -910,6 +999,9 @@ class BenchRun {
   std::map<std::string, double> idle_spin_;  // peer -> how long its workers spin
   double max_idle_spin_ = 0;
   bool busy_noted_ = false;
+  std::optional<CacheSweeper> sweeper_;  // with cold weights
+  bool cold_ = false;                    // the shape measured now is timed cold
+  const std::vector<std::pair<const float*, size_t>>* cold_activations_ = nullptr;
   std::mt19937_64 rng_{2024};
 };
 

@@ -41,6 +41,11 @@ struct BenchOptions {
   std::vector<std::pair<std::string, runtime::ModuleSpec>> modules;
   bool sweep = true;
   double seconds_per_measurement = 0.05;  // target timed time per implementation and shape
+  // Dense layers only: every timed call meets the weights in memory, not in cache, as a
+  // model's layers do (the caches are swept before each call, outside the timed span, and
+  // the activations read back in: CacheSweeper in harness.cpp); the roofline then puts
+  // the data in DRAM. A module tuned with cold weights is compared in that condition.
+  bool cold_weights = false;
   bool quiet = false;
 };
 

@@ -80,8 +80,10 @@ std::string format_table(const BenchResult& r) {
     // Products in GFLOP/s; row operators in GB/s (bytes moved once), rows x N.
     const std::string& unit = by_layer[layer].begin()->second.begin()->second->unit;
     const bool rows_layer = unit != "GFLOP/s";
-    out += fmt::format("\n{} ({} thread{}), {}\n", layer, r.roofline.threads,
-                       r.roofline.threads > 1 ? "s" : "", unit);
+    out += fmt::format(
+        "\n{} ({} thread{}{}), {}\n", layer, r.roofline.threads, r.roofline.threads > 1 ? "s" : "",
+        by_layer[layer].begin()->second.begin()->second->cold_weights ? ", weights cold" : "",
+        unit);
     out += rows_layer ? fmt::format("{:>5} {:>5} {:>5}", "T", "rows", "N")
                       : fmt::format("{:>5} {:>5} {:>5}", "M", "N", "K");
     for (const std::string& o : here) out += fmt::format(" {:>10}", label(o));

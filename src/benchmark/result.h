@@ -23,6 +23,7 @@ struct Measurement {
   double seconds = 0, gflops = 0, roofline_gflops = 0, max_rel_err = 0;
   std::string level;  // the memory level holding the data
   std::string unit = "GFLOP/s";
+  bool cold_weights = false;  // timed with the weights in memory (BenchOptions::cold_weights)
 };
 
 struct BenchResult {

@@ -127,7 +127,11 @@ const MemoryLevel& Roofline::level_for(double bytes) const {
 }
 
 double Roofline::ceiling_gflops(double flops, double bytes) const {
-  double seconds = bytes / (level_for(bytes).gbps * 1e9);
+  return ceiling_gflops(flops, bytes, level_for(bytes));
+}
+
+double Roofline::ceiling_gflops(double flops, double bytes, const MemoryLevel& from) const {
+  double seconds = bytes / (from.gbps * 1e9);
   return std::min(peak_gflops, flops / seconds * 1e-9);
 }
 

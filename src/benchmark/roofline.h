@@ -26,6 +26,8 @@ struct Roofline {
 
   const MemoryLevel& level_for(double bytes) const;
   double ceiling_gflops(double flops, double bytes) const;
+  // With the bytes coming from `from` (DRAM for weights that are cold).
+  double ceiling_gflops(double flops, double bytes, const MemoryLevel& from) const;
   std::string describe() const;
 };
 

@@ -288,6 +288,12 @@ const ModelLoadTimes& Model::load_times() const {
   return impl_->times;
 }
 
+int Model::tuned_threads() const {
+  int threads = 1;
+  for (const runtime::Module& m : impl_->modules) threads = std::max(threads, m.spec().threads);
+  return threads;
+}
+
 std::string Model::describe() const {
   std::string s;
   for (size_t i = 0; i < impl_->modules.size(); ++i) {

@@ -70,6 +70,8 @@ class Model {
   Memory memory() const;
   // "qkv: dense N=2304 K=768 ... (4 kernels)" per operator, for `dietcode run`.
   std::string describe() const;
+  // The threads the modules were tuned for (the largest, should they differ).
+  int tuned_threads() const;
 
  private:
   struct Impl;

@@ -117,13 +117,15 @@ TunedOperator tune_operator(const TuneWorkloadOptions& o, const std::string& nam
 // lengths it declares. Modules with an epilogue the peers' composition lacks (anything but
 // bias+gelu and bias+residual) are left out. Empty when nothing is left to measure.
 std::optional<bench::BenchResult> bench_modules(const TuneWorkloadOptions& o,
-                                                const std::vector<TunedOperator>& tuned) {
+                                                const std::vector<TunedOperator>& tuned,
+                                                bool cold_weights) {
   bench::BenchOptions b;
   b.layers = bench::LayerSource::kEachModule;
   b.threads = o.tune.threads;
   b.quiet = o.tune.quiet;
   b.sweep = false;
   b.seconds_per_measurement = o.bench_seconds;
+  b.cold_weights = cold_weights;  // as the modules were tuned
   b.peers_dir = bench::default_peers_dir();
   int64_t m_max = 0;
   for (const TunedOperator& op : tuned) {
@@ -203,7 +205,7 @@ TuneWorkloadResult tune_workload(const TuneWorkloadOptions& o) {
       fmt::print(stderr, "measuring the whole encoder against ONNX Runtime and libtorch\n");
     r.encoder = bench::run_encoder_bench(e);
   }
-  r.bench = bench_modules(o, r.operators);
+  r.bench = bench_modules(o, r.operators, r.workload.cold_weights || o.tune.measure.cold_weights);
   if (r.encoder) {
     fmt::print("{}", bench::format_encoder_table(*r.encoder));
     fmt::print("run it: dietcode run {} --weights {}/random-{}-layers.safetensors --seq 37\n", out,

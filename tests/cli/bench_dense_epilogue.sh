@@ -37,9 +37,21 @@ module=$dir/tuned.module.json
 layer=$(sed -n 2p "$dir/module.csv" | cut -d, -f1)
 expect_rows "$dir/module.csv" "$layer" dietcode 3
 [ $onednn = 1 ] && expect_rows "$dir/module.csv" "$layer" composition 3
-if grep -q "WRONG RESULT" "$dir/table.txt" "$dir/module.txt"; then
+# With cold weights (the caches swept before each timed call): the same rows, checked
+# against float64 all the same, the table saying so, the roofline from DRAM on every row.
+"$tool" bench --module "$module" --M 1,5,16 --seconds 0.001 --quiet --peers-dir "$peers_dir" \
+  --cold-weights --csv "$dir/cold.csv" > "$dir/cold.txt"
+expect_rows "$dir/cold.csv" "$layer" dietcode 3
+[ $onednn = 1 ] && expect_rows "$dir/cold.csv" "$layer" composition 3
+grep -q "^$layer (1 thread, weights cold), GFLOP/s$" "$dir/cold.txt" ||
+  { echo "FAIL: no cold-weights table"; cat "$dir/cold.txt"; exit 1; }
+rows=$(grep -cE "^ +[0-9]+ +96 +64 " "$dir/cold.txt" || true)
+dram=$(grep -cE "^ +[0-9]+ +96 +64 .* DRAM +[0-9]+%$" "$dir/cold.txt" || true)
+[ "$rows" = 3 ] && [ "$dram" = 3 ] ||
+  { echo "FAIL: $dram of $rows cold rows placed against DRAM, expected 3 of 3"; cat "$dir/cold.txt"; exit 1; }
+if grep -q "WRONG RESULT" "$dir/table.txt" "$dir/module.txt" "$dir/cold.txt"; then
   echo "FAIL: a wrong result"
-  cat "$dir/table.txt" "$dir/module.txt"
+  cat "$dir/table.txt" "$dir/module.txt" "$dir/cold.txt"
   exit 1
 fi
-echo "bert-dense-epilogue and a tuned bias+residual module: our rows and the composition's present"
+echo "bert-dense-epilogue and a tuned bias+residual module (warm and cold): our rows and the composition's present"

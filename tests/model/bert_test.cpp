@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "reference/reference.h"
 #include "runtime/module.h"
+#include "runtime/thread_pool.h"
 #include "schedule/attention_schedule.h"
 #include "schedule/random_schedule.h"
 #include "schedule/row_schedule.h"
@@ -349,7 +350,10 @@ TEST(Model, PublicApiRunsTheEncoderAndChecksBuffers) {
   const std::string& weights = tm.weights;
   dietcode::ModelOptions options;
   options.layers = 1;
+  // threads = 0: the modules' tuned count (1 here), whatever the pool had before.
+  runtime::ThreadPool::global().set_num_threads(2);
   dietcode::Model m = dietcode::Model::load(dir.string(), weights, options);
+  EXPECT_EQ(runtime::ThreadPool::global().num_threads(), 1);
   EXPECT_EQ(m.hidden(), 64);
   EXPECT_EQ(m.layers(), 1);
   EXPECT_NE(m.describe().find("1 layers, hidden 64, 4 heads, ffn 136"), std::string::npos)
