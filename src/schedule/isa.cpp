@@ -10,6 +10,12 @@ const VectorIsa& vector_isa(Isa isa) {
   return isa == Isa::Avx512 ? avx512 : avx2;
 }
 
+const VectorIsa& vector_isa_of_width(int64_t width) {
+  for (Isa isa : {Isa::Avx2, Isa::Avx512})
+    if (vector_isa(isa).width == width) return vector_isa(isa);
+  internal_error(__FILE__, __LINE__, "no vector ISA has " + std::to_string(width) + " lanes");
+}
+
 std::string_view to_string(Isa isa) {
   return vector_isa(isa).name;
 }

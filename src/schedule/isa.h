@@ -21,6 +21,8 @@ struct VectorIsa {
 };
 
 const VectorIsa& vector_isa(Isa isa);
+// The ISA whose vectors hold `width` fp32 lanes (generated code knows its width only).
+const VectorIsa& vector_isa_of_width(int64_t width);
 std::string_view to_string(Isa isa);
 // "avx2" or "avx512"; throws dietcode::Error naming the text for anything else.
 Isa parse_isa(std::string_view text);

@@ -241,7 +241,7 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
           ? llvm::InlineAsm::get(llvm::FunctionType::get(b.getInt64Ty(), {b.getInt64Ty()}, false),
                                  "", "=r,0", /*hasSideEffects=*/false)
           : nullptr;
-  const int64_t registers = W == schedule::vector_isa(schedule::Isa::Avx512).width ? 32 : 16;
+  const int64_t registers = schedule::vector_isa_of_width(W).registers;
   llvm::InlineAsm* after_b =
       b_paneled && MR + V + MR * V > registers
           ? llvm::InlineAsm::get(

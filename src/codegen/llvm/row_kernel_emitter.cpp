@@ -158,17 +158,17 @@ class RowKernelEmitter {
         for (size_t m = 0; m < members.size(); ++m) {
           const RowReductionStage& r = *members[m];
           llvm::Value* v = vec(r.element, r.axis, base, mask);
-          if (members[m] == &k_.reductions[std::max(k_.reuse, 0)] && k_.reuse >= 0)
+          if (k_.reuse >= 0 && members[m] == &k_.reductions[size_t(k_.reuse)])
             store(v, output_ptr(base), mask);
           if (mask) v = b_.CreateSelect(mask, v, identity(r.op));
-          llvm::Value* a = b_.CreateLoad(vec_type_, acc[row_][m][j]);
-          b_.CreateStore(combine(r.op, a, v), acc[row_][m][j]);
+          llvm::Value* a = b_.CreateLoad(vec_type_, acc[size_t(row)][m][j]);
+          b_.CreateStore(combine(r.op, a, v), acc[size_t(row)][m][j]);
         }
       }
     });
     for (int64_t row = 0; row < k_.rows; ++row) {
       bind_row(row);
-      finish_pass(members, acc[row_]);
+      finish_pass(members, acc[size_t(row)]);
     }
   }
 
