@@ -119,6 +119,17 @@ class OnednnPeer final : public Peer {
                              {{DNNL_ARG_SRC, mem(rows, in[0])}, {DNNL_ARG_DST, mem(rows, out)}},
                              nullptr, watch)};
         }
+        case RowOpKind::Bias: {  // binary add of the bias, broadcast over rows
+          Stopwatch watch;
+          const memory::desc bias{{1, p.n}, memory::data_type::f32, tag::ab};
+          dnnl::binary::primitive_desc pd(
+              dnnl::binary::desc(dnnl::algorithm::binary_add, rows, bias, rows), engine_);
+          return {finish_row("binary_add", dnnl::binary(pd),
+                             {{DNNL_ARG_SRC_0, mem(rows, in[0])},
+                              {DNNL_ARG_SRC_1, mem(bias, in[1])},
+                              {DNNL_ARG_DST, mem(rows, out)}},
+                             nullptr, watch)};
+        }
         case RowOpKind::BiasGelu:
         case RowOpKind::BiasResidual: {
           // One pass: binary add of the bias (broadcast over rows) with gelu_erf as a
@@ -170,7 +181,8 @@ class OnednnPeer final : public Peer {
                                          float* c) override {
     check_problem(p);
     if (p.batch != 1 || !p.b_shared ||
-        (epilogue != RowOpKind::BiasGelu && epilogue != RowOpKind::BiasResidual))
+        (epilogue != RowOpKind::Bias && epilogue != RowOpKind::BiasGelu &&
+         epilogue != RowOpKind::BiasResidual))
       return {};
     if (threads_ > 0) omp_set_num_threads(threads_);
     const memory::dim rows = p.m, n = p.n, k = p.k;
@@ -181,7 +193,7 @@ class OnednnPeer final : public Peer {
     Args extra{{DNNL_ARG_BIAS, memory(bias, engine_, const_cast<float*>(in[0]))}};
     if (epilogue == RowOpKind::BiasGelu) {
       po.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
-    } else {
+    } else if (epilogue == RowOpKind::BiasResidual) {
       po.append_binary(dnnl::algorithm::binary_add, dst);
       extra[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
           memory(dst, engine_, const_cast<float*>(in[1]));

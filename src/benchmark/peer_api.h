@@ -36,12 +36,13 @@ struct GemmProblem {
 //   AddLayerNorm  LayerNorm(x + residual)                            x, residual, gamma, beta
 //   Softmax       y = exp(x - max) / sum(exp(x - max)) along each row    x
 //   Gelu          y = 0.5 x (1 + erf(x / sqrt 2))                        x
+//   Bias          y = x + bias[n]                                        x, bias[n]
 //   BiasGelu      y = gelu(x + bias[n])                                  x, bias[n]
 //   BiasResidual  y = x + bias[n] + residual                            x, bias[n], residual
-// var is the biased variance (mean of squared deviations). BiasGelu and BiasResidual are
-// a dense layer's epilogue as a pass of its own over the product (the peers' composition
-// that a fused epilogue is measured against).
-enum class RowOpKind { LayerNorm, AddLayerNorm, Softmax, Gelu, BiasGelu, BiasResidual };
+// var is the biased variance (mean of squared deviations). Bias, BiasGelu and BiasResidual
+// are a dense layer's epilogue as a pass of its own over the product (the peers'
+// composition that a fused epilogue is measured against).
+enum class RowOpKind { LayerNorm, AddLayerNorm, Softmax, Gelu, Bias, BiasGelu, BiasResidual };
 struct RowProblem {
   RowOpKind op = RowOpKind::LayerNorm;
   int64_t rows = 1, n = 1;
@@ -88,7 +89,7 @@ class Peer {
 
   // A dense layer with its epilogue fused into the product (oneDNN's post-ops), where the
   // library has that: c = epilogue(a * op(b)) for a plain dense problem (batch 1, shared
-  // B), `epilogue` BiasGelu or BiasResidual with `inputs` its operands after the product
+  // B), `epilogue` Bias, BiasGelu or BiasResidual with `inputs` its operands after the product
   // (bias, then the residual). Optional: none by default.
   virtual std::vector<PeerVariant> prepare_fused(const GemmProblem& p, RowOpKind epilogue,
                                                  const float* a, const float* b,

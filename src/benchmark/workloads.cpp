@@ -34,6 +34,7 @@ std::optional<RowOpKind> row_kind_of(const std::string& op) {
 // The epilogues whose separate pass the peers have, by spec text.
 std::optional<RowOpKind> epilogue_pass_of(const std::string& epilogue) {
   ops::Epilogue e = ops::parse_epilogue(epilogue);
+  if (e == ops::Epilogue::Bias) return RowOpKind::Bias;
   if (e == ops::Epilogue::BiasGelu) return RowOpKind::BiasGelu;
   if (e == ops::parse_epilogue("bias+residual")) return RowOpKind::BiasResidual;
   return std::nullopt;
@@ -74,7 +75,7 @@ WorkloadLayer layer_for_operator(const std::string& name, const ops::OperatorSpe
     l.epilogue_pass = epilogue_pass_of(spec.epilogue);
     if (!l.epilogue_pass || spec.op != "dense")
       user_error(
-          "{}: epilogue {}: the peers' composition has a dense layer's bias+gelu and "
+          "{}: epilogue {}: the peers' composition has a dense layer's bias, bias+gelu and "
           "bias+residual; bench measures those and operators without an epilogue",
           name, spec.epilogue);
   }

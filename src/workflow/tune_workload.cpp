@@ -115,7 +115,7 @@ TunedOperator tune_operator(const TuneWorkloadOptions& o, const std::string& nam
 
 // The modules against the vendor libraries, each on its own operator, at the bench_m
 // lengths it declares. Modules with an epilogue the peers' composition lacks (anything but
-// bias+gelu and bias+residual) are left out. Empty when nothing is left to measure.
+// bias, bias+gelu and bias+residual) are left out. Empty when nothing is left to measure.
 std::optional<bench::BenchResult> bench_modules(const TuneWorkloadOptions& o,
                                                 const std::vector<TunedOperator>& tuned,
                                                 bool cold_weights) {

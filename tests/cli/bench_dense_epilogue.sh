@@ -37,6 +37,18 @@ module=$dir/tuned.module.json
 layer=$(sed -n 2p "$dir/module.csv" | cut -d, -f1)
 expect_rows "$dir/module.csv" "$layer" dietcode 3
 [ $onednn = 1 ] && expect_rows "$dir/module.csv" "$layer" composition 3
+# A bias-only module (BERT's QKV projection) against the peers' GEMM plus oneDNN's bias pass.
+"$tool" tune --op dense --N 96 --K 64 --M 1..16 --epilogue bias --trials 16 \
+  --out "$dir/bias.module.json" 2> "$dir/tune-bias.log" > /dev/null
+"$tool" bench --module "$dir/bias.module.json" --M 1,5,16 --seconds 0.001 --quiet \
+  --peers-dir "$peers_dir" --csv "$dir/bias.csv" > "$dir/bias.txt"
+bias_layer=$(sed -n 2p "$dir/bias.csv" | cut -d, -f1)
+expect_rows "$dir/bias.csv" "$bias_layer" dietcode 3
+if [ $onednn = 1 ]; then
+  expect_rows "$dir/bias.csv" "$bias_layer" composition 3
+  grep -q "composition = .*onednn\[binary_add\]$" "$dir/bias.txt" ||
+    { echo "FAIL: the bias composition does not end in oneDNN's binary add"; cat "$dir/bias.txt"; exit 1; }
+fi
 # With cold weights (the caches swept before each timed call): the same rows, checked
 # against float64 all the same, the table saying so, the roofline from DRAM on every row.
 "$tool" bench --module "$module" --M 1,5,16 --seconds 0.001 --quiet --peers-dir "$peers_dir" \
@@ -49,9 +61,9 @@ rows=$(grep -cE "^ +[0-9]+ +96 +64 " "$dir/cold.txt" || true)
 dram=$(grep -cE "^ +[0-9]+ +96 +64 .* DRAM +[0-9]+%$" "$dir/cold.txt" || true)
 [ "$rows" = 3 ] && [ "$dram" = 3 ] ||
   { echo "FAIL: $dram of $rows cold rows placed against DRAM, expected 3 of 3"; cat "$dir/cold.txt"; exit 1; }
-if grep -q "WRONG RESULT" "$dir/table.txt" "$dir/module.txt" "$dir/cold.txt"; then
+if grep -q "WRONG RESULT" "$dir/table.txt" "$dir/module.txt" "$dir/bias.txt" "$dir/cold.txt"; then
   echo "FAIL: a wrong result"
-  cat "$dir/table.txt" "$dir/module.txt" "$dir/cold.txt"
+  cat "$dir/table.txt" "$dir/module.txt" "$dir/bias.txt" "$dir/cold.txt"
   exit 1
 fi
-echo "bert-dense-epilogue and a tuned bias+residual module (warm and cold): our rows and the composition's present"
+echo "bert-dense-epilogue, a tuned bias+residual module (warm and cold) and a bias module: our rows and the composition's present"
