@@ -497,7 +497,8 @@ class BenchRun {
     // Constant weights are packed again for every problem (outside the timing), since
     // each problem has fresh data.
     std::vector<schedule::MicroKernelSchedule> schedules = o_.kernels;
-    if (schedules.empty() && run_sweep()) schedules = sweep_grid(layer.op, isa_, o_.threads);
+    if (schedules.empty() && run_sweep())
+      schedules = sweep_grid(layer.op, isa_, o_.threads, o_.cold_weights);
     for (const schedule::MicroKernelSchedule& s : schedules) {
       std::optional<schedule::BoundSchedule> bound;
       try {

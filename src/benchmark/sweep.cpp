@@ -16,7 +16,7 @@ using schedule::ParallelAxis;
 }  // namespace
 
 std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, schedule::Isa isa,
-                                                      int threads) {
+                                                      int threads, bool cold_weights) {
   ops::Contraction c = ops::match_contraction(op);
   schedule::MaxExtents ext = schedule::max_extents(c, op);
   // Every tile height from 1 to 14 rows, each with the widest NR (a multiple of the
@@ -109,6 +109,15 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
       for (size_t i = 0; i < n; ++i) {
         schedule::MicroKernelSchedule s = variants[i];
         s.k_streams = 4;
+        variants.push_back(s);
+      }
+    }
+    // B streamed from memory: each variant also prefetching B 64 k-steps ahead.
+    if (c.b.constant && cold_weights) {
+      const size_t n = variants.size();
+      for (size_t i = 0; i < n; ++i) {
+        schedule::MicroKernelSchedule s = variants[i];
+        s.prefetch_b = 64;
         variants.push_back(s);
       }
     }

@@ -14,8 +14,10 @@ namespace dietcode::bench {
 
 // Register tiles that fill the ISA's vector registers, each with a few block and
 // parallelization choices sized for `threads`; only schedules valid for `op` are kept.
+// `cold_weights` (constant weights met in memory, not in cache): each choice also with
+// software prefetch of B, as the tuner's cold search has it.
 std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, schedule::Isa isa,
-                                                      int threads);
+                                                      int threads, bool cold_weights = false);
 
 // The row schedules tried on a row operator's every shape: unroll 1, 2, 4 (independent
 // accumulators) x 1, 4, 16, 64 rows per task; parallel tasks with more than one thread.
