@@ -45,6 +45,7 @@ struct BenchOptions {
   // model's layers do (the caches are swept before each call, outside the timed span, and
   // the activations read back in: CacheSweeper in harness.cpp); the roofline then puts
   // the data in DRAM. A module tuned with cold weights is compared in that condition.
+  // One thread only (a note says so at more).
   bool cold_weights = false;
   bool quiet = false;
 };

@@ -125,8 +125,9 @@ void register_bench(CLI::App& app, Action& action) {
   cmd->add_option("--peers-dir", o->job.options.peers_dir,
                   "folder of the peer plugins (default: beside the tool)");
   cmd->add_flag("--cold-weights", o->job.options.cold_weights,
-                "dense layers: time each call with the weights in memory, not in cache, as a "
-                "model's layers run (how `dietcode tune bert-base` tunes); roofline from DRAM");
+                "dense layers at one thread: time each call with the weights in memory, not in "
+                "cache, as a model's layers run (how `dietcode tune bert-base` tunes); roofline "
+                "from DRAM");
   cmd->add_option("--seconds", o->job.options.seconds_per_measurement,
                   "timed seconds per implementation and shape")
       ->capture_default_str();
