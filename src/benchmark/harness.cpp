@@ -48,13 +48,13 @@ double time_once(const std::function<void()>& fn) {
 }
 
 // Sweeps the caches before a call that must meet its weights in memory (the cold-weights
-// bench): every thread of the pool reads a buffer several times the largest cache, which
-// evicts whatever an implementation keeps, its own copies of the weights included (a
-// peer's reordered weights are out of our reach otherwise), then the calling thread reads
-// the activations back in, as the layer before would have left them.
+// bench, one thread): reads a buffer several times the largest cache, which evicts whatever
+// an implementation keeps, its own copies of the weights included (a peer's reordered
+// weights are out of our reach otherwise), then reads the activations back in, as the
+// layer before would have left them.
 class CacheSweeper {
  public:
-  CacheSweeper(const Roofline& roofline, int threads) : threads_(threads) {
+  explicit CacheSweeper(const Roofline& roofline) {
     int64_t largest = 0;
     for (const MemoryLevel& l : roofline.levels)
       if (l.name != "DRAM") largest = std::max(largest, l.capacity);
@@ -65,15 +65,8 @@ class CacheSweeper {
   }
   // Untimed work before each timed call.
   void sweep(const std::vector<std::pair<const float*, size_t>>& activations) const {
-    auto read_all = [](int64_t, int64_t, void* self) {
-      const auto& b = static_cast<const CacheSweeper*>(self)->buffer_;
-      float sum = 0;
-      for (size_t i = 0; i < b.size(); i += 16) sum += b[i];
-      volatile float sink = sum;
-      (void)sink;
-    };
-    runtime::ThreadPool::global().parallel_for(threads_, read_all, const_cast<CacheSweeper*>(this));
     float sum = 0;
+    for (size_t i = 0; i < buffer_.size(); i += 16) sum += buffer_[i];  // a line each
     for (const auto& [p, n] : activations)
       for (size_t i = 0; i < n; i += 16) sum += p[i];
     volatile float sink = sum;
@@ -82,7 +75,6 @@ class CacheSweeper {
   double seconds() const { return seconds_; }  // of one sweep
 
  private:
-  int threads_;
   runtime::AlignedVector<float> buffer_;
   double seconds_ = 0;
 };
@@ -414,7 +406,7 @@ class BenchRun {
     // worker threads fall asleep (a 2-thread main job's table put oneDNN at 0.4x of ours on
     // the 768x768 layer), which a model's back-to-back calls never let them do.
     if (o_.cold_weights && o_.threads == 1)
-      sweeper_.emplace(result_.roofline, o_.threads);
+      sweeper_.emplace(result_.roofline);
     else if (o_.cold_weights)
       note(fmt::format(
           "--cold-weights is measured at one thread only; at {} threads the caches stay warm",
@@ -551,14 +543,9 @@ class BenchRun {
   void measure(const WorkloadLayer& layer, int64_t t, std::vector<Candidate> candidates,
                Data& data) {
     // With cold weights, a layer that has weights has its caches swept before each call.
-    std::vector<std::pair<const float*, size_t>> activations;
-    cold_ = false;
+    cold_activations_.reset();
     if constexpr (requires { data.activations(); })
-      if (sweeper_ && data.has_weights()) {
-        activations = data.activations();
-        cold_activations_ = &activations;
-        cold_ = true;
-      }
+      if (sweeper_ && data.has_weights()) cold_activations_ = data.activations();
     check_and_screen(layer, t, candidates, data);
     std::map<std::string, Candidate*> best = best_variants(candidates);
     ShapeTimings timings = time_until_undisturbed(best);
@@ -568,13 +555,12 @@ class BenchRun {
           "best)",
           layer.name, t, kAttempts, 100 * (timings.spread - 1)));
     append_rows(layer, t, data, best, timings);
-    cold_ = false;
-    cold_activations_ = nullptr;
+    cold_activations_.reset();
   }
 
   // One call's time; with cold weights, after the caches were swept (not timed).
   double timed(const std::function<void()>& fn) {
-    if (cold_) sweeper_->sweep(*cold_activations_);
+    if (cold()) sweeper_->sweep(*cold_activations_);
     return time_once(fn);
   }
 
@@ -892,7 +878,7 @@ class BenchRun {
     double slowest = 0;
     for (auto& [impl, c] : best) slowest = std::max(slowest, c->screen);
     // A cold call costs its sweep too (untimed, but wall time all the same).
-    const double per_call = std::max(slowest, 1e-7) + (cold_ ? sweeper_->seconds() : 0.0);
+    const double per_call = std::max(slowest, 1e-7) + (cold() ? sweeper_->seconds() : 0.0);
     int burst =
         static_cast<int>(std::clamp(o_.seconds_per_measurement / kRounds / per_call, 2.0, 40.0));
     ShapeTimings kept;
@@ -956,7 +942,7 @@ class BenchRun {
   Measurement product_row(const WorkloadLayer& layer, int64_t t, const GemmProblem& p, double flops,
                           double bytes) const {
     const Roofline& r = result_.roofline;
-    const MemoryLevel& level = cold_ ? r.levels.back() : r.level_for(bytes);
+    const MemoryLevel& level = cold() ? r.levels.back() : r.level_for(bytes);
     Measurement m{layer.name,
                   "",
                   "",
@@ -971,7 +957,7 @@ class BenchRun {
                   0,
                   level.name,
                   "GFLOP/s"};
-    m.cold_weights = cold_;
+    m.cold_weights = cold();
     return m;
   }
 
@@ -1009,8 +995,9 @@ class BenchRun {
   double max_idle_spin_ = 0;
   bool busy_noted_ = false;
   std::optional<CacheSweeper> sweeper_;  // with cold weights
-  bool cold_ = false;                    // the shape measured now is timed cold
-  const std::vector<std::pair<const float*, size_t>>* cold_activations_ = nullptr;
+  // Set while the shape measured now is timed cold: what each sweep reads back in.
+  std::optional<std::vector<std::pair<const float*, size_t>>> cold_activations_;
+  bool cold() const { return cold_activations_.has_value(); }
   std::mt19937_64 rng_{2024};
 };
 
