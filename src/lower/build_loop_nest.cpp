@@ -132,15 +132,18 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
     mk.b = TileOperand{c.b.tensor, at_tile, 1, form->coefficients[1]};
     mk.b_in_place = true;
   } else {
-    // Pre-packed: panels one vector wide over all of k, [N / W][K][W], zero-padded to a
-    // whole vector. The layout depends on neither the tile (NR) nor the blocking (kc), so
-    // every kernel of a module shares one packed copy of the weights: a row of the tile is
-    // NR / W vectors, one per panel, K * W apart.
-    const int64_t w = mk.vector_width;
+    // Pre-packed over all of k, zero-padded to whole panels (the blocking, kc, does not
+    // change the layout). Vector panels, [N / W][K][W]: the layout does not depend on the
+    // tile either, so every kernel of a module shares one packed copy of the weights; a row
+    // of the tile is NR / W vectors, one per panel, K * W apart. Tile panels, [N / NR][K][NR]:
+    // a tile's k-steps are one contiguous stream (nc is a multiple of NR, so a tile's first
+    // column starts a panel).
+    const bool tile = s.b_panel == schedule::BPanel::Tile;
+    const int64_t w = tile ? s.nr : mk.vector_width;
     nest.packed_b_size = c.k_extent * (ceil_div(c.n_extent, w) * w);
     nest.packed_b = Buffer(c.b.tensor.name() + "_packed", {nest.packed_b_size});
     mk.b = TileOperand{nest.packed_b, col0 * c.k_extent + Var(k.begin) * w, 1, Expr(w)};
-    mk.b_vector_stride = c.k_extent * w;
+    if (!tile) mk.b_vector_stride = c.k_extent * w;
     nest.prepack =
         pack_stage(c.b, c.n, c.k, nest.packed_b, 0, w, {0, c.n_extent, c.n_extent, 0, c.k_extent});
   }

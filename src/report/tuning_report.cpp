@@ -355,6 +355,7 @@ std::string kernels_section(const OperatorResult& op, const std::vector<ShapeRow
            std::string(s.pack_b == schedule::PackB::Prepacked ? "prepacked"
                        : s.pack_b == schedule::PackB::Direct  ? "direct"
                                                               : "per block") +
+               (s.b_panel == schedule::BPanel::Tile ? ", tile panels" : "") +
                (s.prefetch_b > 0 ? fmt::format(", prefetched {} ahead", s.prefetch_b) : "")});
     } else {
       row.push_back(schedule::describe(kernels[k]));

@@ -59,6 +59,10 @@ std::string_view to_string(PackB p) {
   return "?";
 }
 
+std::string_view to_string(BPanel p) {
+  return p == BPanel::Vector ? "vector" : "tile";
+}
+
 std::string to_string(const LoopOrder& order) {
   std::string out;
   for (Axis a : order) out += std::string(out.empty() ? "" : ",") + std::string(to_string(a));
@@ -75,6 +79,7 @@ uint64_t MicroKernelSchedule::digest() const {
   if (vector_axis != Axis::N) h.add(100 + int64_t(vector_axis));  // likewise
   if (batch_inner) h.add(200);                                    // likewise
   if (prefetch_b != 0) h.add(300 + prefetch_b);                   // likewise
+  if (b_panel != BPanel::Vector) h.add(400 + int64_t(b_panel));   // likewise
   return h.value();
 }
 
@@ -98,6 +103,7 @@ json to_json(const MicroKernelSchedule& s) {
   if (s.vector_axis != Axis::N) j["vector_axis"] = to_string(s.vector_axis);  // optional: n
   if (s.batch_inner) j["batch_loop"] = "inner";                               // optional: outer
   if (s.prefetch_b != 0) j["prefetch_b"] = s.prefetch_b;                      // optional: 0
+  if (s.b_panel != BPanel::Vector) j["b_panel"] = to_string(s.b_panel);      // optional: vector
   return j;
 }
 
@@ -152,7 +158,7 @@ MicroKernelSchedule schedule_from_json(const json& j) {
       "target",     "isa",       "mr",         "nr",       "kc",
       "mc",         "nc",        "loop_order", "parallel", "inner_tile_loop",
       "unroll_k",   "k_streams", "pack_a",     "pack_b",   "vector_axis",
-      "batch_loop", "prefetch_b"};
+      "batch_loop", "prefetch_b", "b_panel"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) user_error("schedule JSON: unknown field '{}'", it.key());
   MicroKernelSchedule s;
@@ -190,6 +196,12 @@ MicroKernelSchedule schedule_from_json(const json& j) {
     if (axis != "n" && axis != "k")
       user_error("schedule: unknown vector_axis '{}'; expected n or k", axis);
     s.vector_axis = axis == "n" ? Axis::N : Axis::K;
+  }
+  if (j.contains("b_panel")) {
+    std::string panel = string_field(j, "b_panel");
+    if (panel != "vector" && panel != "tile")
+      user_error("schedule: unknown b_panel '{}'; expected vector or tile", panel);
+    s.b_panel = panel == "vector" ? BPanel::Vector : BPanel::Tile;
   }
   if (j.contains("batch_loop")) {
     std::string where = string_field(j, "batch_loop");
@@ -283,6 +295,8 @@ void validate(const MicroKernelSchedule& s) {
     user_error("schedule: prefetch_b = {} must be 0, 16, 32 or 64 (k-steps ahead)", s.prefetch_b);
   if (dot && s.prefetch_b != 0)
     user_error("schedule: prefetch_b needs vector_axis 'n' (a dot-product tile reads B along k)");
+  if (s.b_panel == BPanel::Tile && s.pack_b != PackB::Prepacked)
+    user_error("schedule: b_panel 'tile' is a layout of prepacked B; it needs pack_b 'prepacked'");
   LoopOrder sorted = s.loop_order;
   std::sort(sorted.begin(), sorted.end());
   if (sorted != LoopOrder{Axis::M, Axis::N, Axis::K})

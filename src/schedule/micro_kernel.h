@@ -54,6 +54,11 @@ enum class PackA : uint8_t { Packed, Direct };  // Direct: read A in place (affi
 // (one per k) contiguous along n; vector loads straight from B, masked on the n tail (or,
 // with vector_axis k, its columns contiguous along k).
 enum class PackB : uint8_t { PerBlock, Prepacked, Direct };
+// The layout of prepacked B: panels one vector wide over all of k, [N / W][K][W] (Vector:
+// one packed copy serves every kernel of a module, a tile row reads NR / W panels, K x W
+// apart), or as wide as the tile, [N / NR][K][NR] (Tile: a tile reads one contiguous
+// stream, what a DRAM-bound short sequence wants; each NR is a layout of its own).
+enum class BPanel : uint8_t { Vector, Tile };
 
 using LoopOrder = std::array<Axis, 3>;  // outermost first, a permutation of M, N, K
 
@@ -62,6 +67,7 @@ std::string_view to_string(Axis a);
 std::string_view to_string(ParallelAxis p);
 std::string_view to_string(PackA p);
 std::string_view to_string(PackB p);
+std::string_view to_string(BPanel p);
 std::string to_string(const LoopOrder& order);  // e.g. "n,k,m"
 
 struct MicroKernelSchedule {
@@ -86,6 +92,10 @@ struct MicroKernelSchedule {
   int64_t prefetch_b = 0;
   PackA pack_a = PackA::Packed;
   PackB pack_b = PackB::PerBlock;
+  // With pack_b prepacked: vector-wide or tile-wide panels (BPanel). A 3 x 128 tile at
+  // M = 3 (K = 768, N = 3072, weights cold) streamed B at 41 GB/s from 8 vector panels and
+  // at 48 GB/s from one tile panel, the machine's read bandwidth.
+  BPanel b_panel = BPanel::Vector;
   // N: outer products, nr a multiple of the vector width. K: dot products, nr any count of
   // columns, A and B read in place (pack_a and pack_b direct, k_streams 1).
   Axis vector_axis = Axis::N;

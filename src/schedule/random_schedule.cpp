@@ -49,6 +49,7 @@ MicroKernelSchedule random_schedule(std::mt19937_64& rng, Isa isa_id, const te::
     s.pack_a = uniform(rng, 0, 1) ? PackA::Packed : PackA::Direct;
     s.pack_b = (c.b.constant && uniform(rng, 0, 1)) ? PackB::Prepacked : PackB::PerBlock;
     if (s.pack_b == PackB::PerBlock && b_direct && uniform(rng, 0, 1)) s.pack_b = PackB::Direct;
+    if (s.pack_b == PackB::Prepacked && uniform(rng, 0, 1)) s.b_panel = BPanel::Tile;
     // Dot products (A and B both along k) in a third of the draws where they apply: any
     // MR x NR that fits the registers, A and B in place.
     if (dot && uniform(rng, 0, 2) == 0) {
@@ -60,6 +61,7 @@ MicroKernelSchedule random_schedule(std::mt19937_64& rng, Isa isa_id, const te::
       s.nc = s.nr * uniform(rng, 1, std::min<int64_t>((ext.n + s.nr - 1) / s.nr, 32));
       s.pack_a = PackA::Direct;
       s.pack_b = PackB::Direct;
+      s.b_panel = BPanel::Vector;
       s.k_streams = 1;
     }
     // Heads innermost in a quarter of the draws of a batched product (bind() refuses it

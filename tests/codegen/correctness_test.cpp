@@ -189,6 +189,50 @@ TEST(GeneratedCode, PrefetchedBMatchesReference) {
   EXPECT_EQ(checked, 3 * 4 * 3 * 2);
 }
 
+// B prepacked in tile-wide panels ([N / NR][K][NR], zero-padded): N just off a multiple of
+// the tile (the last panel part padding) and smaller than one tile, n blocks of one and of
+// several tiles, k blocks shorter than K and all of it, with k streams and prefetch; every
+// result against float64, and the packed size is the whole panels.
+TEST(GeneratedCode, TilePanelsOfBMatchReference) {
+  const schedule::Isa isa = codegen::host_target().isa;
+  const int64_t w = schedule::vector_isa(isa).width;
+  std::mt19937_64 rng(13);
+  int checked = 0;
+  for (int64_t n : {w - 3, 3 * w + 5, 8 * w}) {
+    const int64_t k = 37;
+    te::Operator op = ops::dense(1, 128, n, k, ops::Epilogue::BiasGelu);
+    std::vector<reference::CheckCase> cases;
+    for (int64_t m : {1, 2, 3, 7, 64, 131}) cases.push_back(reference::make_check_case(op, {m}, rng));
+    for (auto [mr, vectors] : {std::pair<int64_t, int64_t>{3, 2}, {1, 4}, {6, 1}})
+      for (int64_t kc : {int64_t{8}, k})
+        for (int64_t variant = 0; variant < 2; ++variant) {
+          if ((vectors - 1) * w >= n) continue;  // no tile wider than N needs
+          schedule::MicroKernelSchedule s;
+          s.isa = isa;
+          s.mr = mr;
+          s.nr = vectors * w;
+          s.kc = kc;
+          s.mc = mr * 3;
+          s.nc = s.nr * (variant ? 1 : std::min<int64_t>(4, (n + s.nr - 1) / s.nr));
+          s.unroll_k = 4;
+          s.k_streams = variant ? 2 : 1;
+          s.prefetch_b = variant ? 16 : 0;
+          s.pack_a = variant ? schedule::PackA::Direct : schedule::PackA::Packed;
+          s.pack_b = schedule::PackB::Prepacked;
+          s.b_panel = schedule::BPanel::Tile;
+          runtime::Kernel kernel = runtime::Kernel::compile(op, s);
+          EXPECT_EQ(kernel.packed_size({1}) - 16, k * ((n + s.nr - 1) / s.nr) * s.nr)
+              << schedule::to_json_text(s);
+          for (const reference::CheckCase& c : cases) {
+            ASSERT_LE(reference::run_check_case(kernel, c), kTolerance)
+                << "N=" << n << " M=" << c.shape[0] << " schedule=" << schedule::to_json_text(s);
+            ++checked;
+          }
+        }
+  }
+  EXPECT_EQ(checked, 6 * 2 * 2 * (1 + 3 + 3));  // N = W - 3: only the one-vector tile
+}
+
 // A tile of m_valid < MR rows at M's edge runs as sub-tiles of the powers of two in
 // m_valid: every tile height the registers hold (one, two and three vectors wide), M from
 // 1 to past two tiles (every count of edge rows, whole tiles before them or not), A packed

@@ -57,7 +57,10 @@ TEST(ObjectCache, SecondCompileReadsTheObjectAndDamageIsRebuilt) {
   te::Operator op = ops::dense(1, 64, 40, 24, ops::parse_epilogue("bias+gelu"));
   std::mt19937_64 rng(1);
   schedule::MicroKernelSchedule s = schedule::random_schedule(rng, codegen::host_target().isa, op);
+  while (s.vector_axis != schedule::Axis::N)  // an outer-product tile, which may pack B
+    s = schedule::random_schedule(rng, codegen::host_target().isa, op);
   s.pack_b = schedule::PackB::PerBlock;  // run_error passes W as is, not pre-packed
+  s.b_panel = schedule::BPanel::Vector;
 
   {  // No scope: nothing written.
     runtime::Kernel k = runtime::Kernel::compile(op, s);

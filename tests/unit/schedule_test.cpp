@@ -194,6 +194,31 @@ TEST(Schedule, PrefetchBIsOptionalInJsonAndOneOfFewDistances) {
   EXPECT_USER_ERROR(schedule::schedule_from_json(j), "field 'prefetch_b'");
 }
 
+TEST(Schedule, BPanelIsOptionalInJsonAndNeedsPrepackedB) {
+  // Vector panels are the default and are not written: older records and modules read back
+  // unchanged, with the same digests; tile panels are a layout (and a digest) of their own.
+  MicroKernelSchedule a = good();
+  a.pack_b = schedule::PackB::Prepacked;
+  EXPECT_FALSE(schedule::to_json(a).contains("b_panel"));
+  MicroKernelSchedule s = a;
+  s.b_panel = schedule::BPanel::Tile;
+  EXPECT_NO_THROW(schedule::validate(s));
+  EXPECT_EQ(schedule::to_json(s).at("b_panel"), "tile");
+  EXPECT_EQ(schedule::schedule_from_json_text(schedule::to_json_text(s)), s);
+  EXPECT_NE(s.digest(), a.digest());
+  nlohmann::json j = schedule::to_json(a);
+  j["b_panel"] = "vector";
+  EXPECT_EQ(schedule::schedule_from_json(j), a);
+  j["b_panel"] = "wide";
+  EXPECT_USER_ERROR(schedule::schedule_from_json(j), "unknown b_panel 'wide'");
+  j["b_panel"] = 2;
+  EXPECT_USER_ERROR(schedule::schedule_from_json(j), "field 'b_panel'");
+  for (schedule::PackB pack : {schedule::PackB::PerBlock, schedule::PackB::Direct}) {
+    s.pack_b = pack;
+    EXPECT_USER_ERROR(schedule::validate(s), "b_panel 'tile' is a layout of prepacked B");
+  }
+}
+
 TEST(Schedule, RejectsBlocksThatAreNotTileMultiples) {
   MicroKernelSchedule s = good();
   s.mc = 61;
