@@ -1,7 +1,6 @@
 // The measurement worker process (see measure.h): compiles kernels and times them on
 // request, checking each first run against the float64 reference.
 #include <fmt/format.h>
-#include <immintrin.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -76,7 +75,7 @@ ShapeData make_data(const te::Operator& op, const std::vector<int64_t>& shape,
 struct KernelArgs {
   std::vector<runtime::ConstTensor> inputs;
   runtime::AlignedBuffer packed, out;
-  std::vector<runtime::ConstTensor> constants;  // the inputs the operator marks constant
+  std::vector<size_t> constants;  // the inputs the operator marks constant
   runtime::MutableTensor output() { return {out.data(), out.size()}; }
 };
 
@@ -89,38 +88,85 @@ KernelArgs make_args(const runtime::Kernel& k, const std::vector<int64_t>& shape
     } else {
       a.inputs.push_back({d.inputs[i].data(), d.inputs[i].size()});
     }
-    if (k.op().inputs[i].constant) a.constants.push_back(a.inputs.back());
+    if (k.op().inputs[i].constant) a.constants.push_back(i);
   }
   a.out = runtime::AlignedBuffer(d.output_size);
   return a;
 }
 
-// Evicts a buffer from every cache level.
-void flush(const runtime::ConstTensor& t) {
-  const char* p = reinterpret_cast<const char*>(t.data);
-  const size_t bytes = size_t(t.elements) * sizeof(float);
-  for (size_t offset = 0; offset < bytes; offset += 64) _mm_clflush(p + offset);
-  _mm_mfence();
+// Cold weights: each timed call reads its constant inputs from the next of a ring of copies,
+// kColdFootprint bytes in all, so that a call meets its weights in DRAM after the other
+// copies streamed through every cache, as a model's layer meets its own after the other
+// layers' (BERT-base's twelve: 340 MB). Flushing one copy before each call (clflush) was
+// kinder than a model: a 5 x 48 kernel of the 3072 x 768 layer at M = 5 ran 100 GFLOP/s so,
+// 75 from a 150 MB ring, 67 inside twelve layers; and the flushed timing ranked kernels as the
+// model does not (B in tile panels level with vector panels there; 0.8x of them in the model,
+// 0.95x in the ring). A copy's values do not change a call's time: an input's ring is one set
+// of buffers, as large as the largest the worker has met, holding small valid floats; a
+// packed input's copy gets the kernel's 16-float layout header before each call.
+constexpr int64_t kColdFootprint = int64_t{192} << 20;
+
+// The copies of one input, taken in turn by every kernel timed (kernels timed side by side
+// share the ring, so none meets a copy another has just read).
+struct ColdRing {
+  std::vector<runtime::AlignedBuffer> copies;
+  size_t next = 0;
+  runtime::AlignedBuffer& take() { return copies[next++ % copies.size()]; }
+};
+
+// The ring of input `index`, of copies of at least `elements` floats: 4 to 64 of them,
+// together at least kColdFootprint bytes where 64 allow it.
+ColdRing& cold_ring(size_t index, int64_t elements) {
+  static std::map<size_t, ColdRing> rings;
+  ColdRing& ring = rings[index];
+  if (!ring.copies.empty() && ring.copies[0].size() >= elements) return ring;
+  const int64_t bytes = std::max<int64_t>(1, elements * int64_t(sizeof(float)));
+  const int64_t count = std::clamp<int64_t>((kColdFootprint + bytes - 1) / bytes, 4, 64);
+  ring.copies.clear();
+  for (int64_t c = 0; c < count; ++c) {
+    ring.copies.emplace_back(elements);
+    for (int64_t i = 0; i < elements; ++i) ring.copies.back()[i] = 0.001f * float(i % 97 - 48);
+  }
+  return ring;
 }
 
 // One kernel call as it is timed: hot (its operands stay in cache from call to call) or,
-// with the "cold_weights" option, after its constant inputs are flushed (outside the
-// timed span).
+// with the "cold_weights" option, with each constant input taken from the next copy of its
+// ring (outside the timed span).
 struct TimedCall {
   std::function<void()> run;
-  std::vector<runtime::ConstTensor> cold;
-  void flush_cold() const {
-    for (const runtime::ConstTensor& t : cold) flush(t);
+  struct Cold {
+    size_t index;                   // the input
+    ColdRing* ring;                 // its copies
+    const float* header = nullptr;  // a packed input's layout header, or null
+    int64_t elements = 0;           // of the real input
+  };
+  std::vector<Cold> cold;
+  std::vector<runtime::ConstTensor>* inputs = nullptr;  // what `run` passes
+  void next_cold() const {
+    for (const Cold& c : cold) {
+      runtime::AlignedBuffer& copy = c.ring->take();
+      if (c.header) std::copy(c.header, c.header + 16, copy.data());
+      (*inputs)[c.index] = {copy.data(), c.elements};
+    }
   }
   void operator()() const {  // untimed: a warm-up, or counting calls per burst
-    flush_cold();
+    next_cold();
     run();
   }
 };
 
-TimedCall timed_call(std::function<void()> run, const KernelArgs& a, const nlohmann::json& init) {
-  TimedCall c{std::move(run), {}};
-  if (init.value("cold_weights", false)) c.cold = a.constants;
+// `run` passes a.inputs, which cold timing repoints at the rings' copies (after the
+// correctness check, which read the real inputs).
+TimedCall timed_call(std::function<void()> run, KernelArgs& a, const nlohmann::json& init) {
+  TimedCall c{std::move(run), {}, &a.inputs};
+  if (init.value("cold_weights", false))
+    for (size_t i : a.constants) {
+      const runtime::ConstTensor& t = a.inputs[i];
+      const bool packed = a.packed.size() > 0 && t.data == a.packed.data();
+      c.cold.push_back(
+          {i, &cold_ring(i, t.elements), packed ? t.data : nullptr, t.elements});
+    }
   return c;
 }
 
@@ -179,7 +225,7 @@ double time_burst(const TimedCall& call, int64_t calls, bool slow) {
     timed = Clock::now() - t0;
   } else {
     for (int64_t i = 0; i < calls; ++i) {
-      call.flush_cold();
+      call.next_cold();
       auto t0 = Clock::now();
       call.run();
       timed += Clock::now() - t0;
