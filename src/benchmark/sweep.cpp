@@ -120,13 +120,6 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
         s.prefetch_b = 64;
         variants.push_back(s);
       }
-      // And from tile-wide panels (one stream per tile; the tuner's cold space has them).
-      for (size_t i = 0, all = variants.size(); i < all; ++i)
-        if (variants[i].pack_b == schedule::PackB::Prepacked) {
-          schedule::MicroKernelSchedule s = variants[i];
-          s.b_panel = schedule::BPanel::Tile;
-          variants.push_back(s);
-        }
     }
     for (const schedule::MicroKernelSchedule& s : variants) {
       try {

@@ -15,7 +15,7 @@ namespace dietcode::bench {
 // Register tiles that fill the ISA's vector registers, each with a few block and
 // parallelization choices sized for `threads`; only schedules valid for `op` are kept.
 // `cold_weights` (constant weights met in memory, not in cache): each choice also with
-// software prefetch of B and with B in tile-wide panels, as the tuner's cold search has them.
+// software prefetch of B, as the tuner's cold search has it.
 std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, schedule::Isa isa,
                                                       int threads, bool cold_weights = false);
 

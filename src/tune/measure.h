@@ -68,10 +68,11 @@ struct MeasureOptions {
   // disturbed the result is marked so (TimingSpread::disturbed) and not learned from.
   double disturbed_spread = 0.25;
   int max_attempts = 3;
-  // Time each call with the operator's constant inputs (weights, packed or not) flushed
-  // from every cache level first, outside the timed span: how a model's layers run, whose
-  // weights together are larger than the caches. Kernels are then ranked by how fast they
-  // stream their weights from DRAM, not from cache.
+  // Time each call on the next of a ring of copies of the operator's constant inputs
+  // (weights, packed or not; 192 MB in all), so each call meets its weights in DRAM after
+  // the other copies streamed through the caches: how a model's layers run, whose weights
+  // together are larger than the caches. Kernels are then ranked by how fast they stream
+  // their weights from DRAM, not from cache.
   bool cold_weights = false;
   double tolerance = 1e-4;    // relative error allowed against the reference
   bool allow_faults = false;  // tests: honour MeasureRequest::fault

@@ -215,10 +215,6 @@ void SearchSpace::sample_knobs(std::mt19937_64& rng, MicroKernelSchedule& s) con
   // B prefetched ahead only where it comes from memory: constant B measured cold.
   s.prefetch_b =
       cold_weights_ && c_.b.constant ? pick(rng, std::vector<int64_t>{0, 32, 64}) : int64_t{0};
-  // Constant B in vector or tile panels, tile panels in half the draws where B streams from
-  // memory (one contiguous stream per tile), a quarter where it is in cache.
-  s.b_panel = c_.b.constant && chance(rng, cold_weights_ ? 0.5 : 0.25) ? schedule::BPanel::Tile
-                                                                       : schedule::BPanel::Vector;
 }
 
 MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
@@ -261,7 +257,6 @@ MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
       s.k_streams = 1;
       s.prefetch_b = 0;
     }
-    if (s.pack_b != schedule::PackB::Prepacked) s.b_panel = schedule::BPanel::Vector;
     // Heads innermost now and then in a batched product (valid where nothing is packed per
     // block).
     if (!c_.batch_axes.empty() && chance(rng, 0.25)) {
@@ -470,14 +465,9 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     s.kc = l1_kc(s);
     finish(s);
   }
-  // Cold weights at a short sequence: B streams from memory, prefetched ahead and read
-  // from tile-wide panels (one stream per tile, schedule::BPanel).
   if (cold_weights_ && c_.b.constant && e.m <= kPrefetchRows)
     for (MicroKernelSchedule& s : out)
-      if (s.vector_axis == Axis::N) {
-        s.prefetch_b = kSeedPrefetch;
-        if (s.pack_b == schedule::PackB::Prepacked) s.b_panel = schedule::BPanel::Tile;
-      }
+      if (s.vector_axis == Axis::N) s.prefetch_b = kSeedPrefetch;
   return out;
 }
 
@@ -583,7 +573,6 @@ std::optional<MicroKernelSchedule> SearchSpace::mutate(std::mt19937_64& rng,
         case 4:
           s.k_streams = sample_k_streams(rng, s.unroll_k);
           if (s.vector_axis == Axis::N) s.prefetch_b = knobs.prefetch_b;
-          if (s.pack_b == schedule::PackB::Prepacked) s.b_panel = knobs.b_panel;
           break;
         case 6:
           s.batch_inner = !s.batch_inner;

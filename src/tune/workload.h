@@ -41,7 +41,7 @@ struct WorkloadSpec {
   std::string name;
   std::vector<WorkloadOperator> operators;
   // The operators are a model's layers, whose weights together exceed the caches: kernels
-  // are measured with their weights flushed before each call (MeasureOptions).
+  // are measured with their weights cold, from a ring of copies (MeasureOptions).
   bool cold_weights = false;
 };
 

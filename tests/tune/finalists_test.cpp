@@ -277,27 +277,20 @@ TEST(Seeds, TileHeightsWhoseWidestTileUsesTheMultiplyAddRateComeFirst) {
       const size_t deep_at = m > SearchSpace::kStreamingRows ? 0 : 1;
       // With cold weights every seed of a short product also prefetches B.
       schedule::MicroKernelSchedule cold_deep = *deep;
-      if (m <= SearchSpace::kPrefetchRows) {
-        cold_deep.prefetch_b = SearchSpace::kSeedPrefetch;
-        cold_deep.b_panel = schedule::BPanel::Tile;
-      }
+      if (m <= SearchSpace::kPrefetchRows) cold_deep.prefetch_b = SearchSpace::kSeedPrefetch;
       EXPECT_EQ(cold_seeds[deep_at], cold_deep) << "M=" << m;
       if (deep_at == 1) {
         EXPECT_EQ(cold_seeds[0].k_streams, 4) << "M=" << m;
       }
-      // With cold weights every seed of a short product also prefetches B and reads it
-      // from tile panels.
+      // With cold weights every seed of a short product also prefetches B; no seed takes
+      // tile panels (schedule::BPanel: no faster inside a model, a packed copy per width).
       for (const schedule::MicroKernelSchedule& s : cold_seeds) {
-        const bool short_product = m <= SearchSpace::kPrefetchRows;
-        EXPECT_EQ(s.prefetch_b, short_product ? SearchSpace::kSeedPrefetch : 0)
+        EXPECT_EQ(s.prefetch_b, m <= SearchSpace::kPrefetchRows ? SearchSpace::kSeedPrefetch : 0)
             << "M=" << m << ": " << schedule::to_json_text(s);
-        EXPECT_EQ(s.b_panel, short_product ? schedule::BPanel::Tile : schedule::BPanel::Vector)
-            << "M=" << m << ": " << schedule::to_json_text(s);
+        EXPECT_EQ(s.b_panel, schedule::BPanel::Vector) << "M=" << m;
       }
-      for (const schedule::MicroKernelSchedule& s : seeds) {
+      for (const schedule::MicroKernelSchedule& s : seeds)
         EXPECT_EQ(s.prefetch_b, 0) << "M=" << m << " (weights in cache)";
-        EXPECT_EQ(s.b_panel, schedule::BPanel::Vector) << "M=" << m << " (weights in cache)";
-      }
     }
   }
 }
