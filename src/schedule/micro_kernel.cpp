@@ -103,7 +103,7 @@ json to_json(const MicroKernelSchedule& s) {
   if (s.vector_axis != Axis::N) j["vector_axis"] = to_string(s.vector_axis);  // optional: n
   if (s.batch_inner) j["batch_loop"] = "inner";                               // optional: outer
   if (s.prefetch_b != 0) j["prefetch_b"] = s.prefetch_b;                      // optional: 0
-  if (s.b_panel != BPanel::Vector) j["b_panel"] = to_string(s.b_panel);      // optional: vector
+  if (s.b_panel != BPanel::Vector) j["b_panel"] = to_string(s.b_panel);       // optional: vector
   return j;
 }
 
@@ -155,9 +155,9 @@ ParallelAxis parse_parallel(const std::string& text) {
 MicroKernelSchedule schedule_from_json(const json& j) {
   if (!j.is_object()) user_error("schedule JSON: expected an object, got {}", j.dump());
   static const std::set<std::string> known{
-      "target",     "isa",       "mr",         "nr",       "kc",
-      "mc",         "nc",        "loop_order", "parallel", "inner_tile_loop",
-      "unroll_k",   "k_streams", "pack_a",     "pack_b",   "vector_axis",
+      "target",     "isa",        "mr",         "nr",       "kc",
+      "mc",         "nc",         "loop_order", "parallel", "inner_tile_loop",
+      "unroll_k",   "k_streams",  "pack_a",     "pack_b",   "vector_axis",
       "batch_loop", "prefetch_b", "b_panel"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) user_error("schedule JSON: unknown field '{}'", it.key());

@@ -164,8 +164,7 @@ TimedCall timed_call(std::function<void()> run, KernelArgs& a, const nlohmann::j
     for (size_t i : a.constants) {
       const runtime::ConstTensor& t = a.inputs[i];
       const bool packed = a.packed.size() > 0 && t.data == a.packed.data();
-      c.cold.push_back(
-          {i, &cold_ring(i, t.elements), packed ? t.data : nullptr, t.elements});
+      c.cold.push_back({i, &cold_ring(i, t.elements), packed ? t.data : nullptr, t.elements});
     }
   return c;
 }

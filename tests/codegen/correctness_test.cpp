@@ -202,7 +202,8 @@ TEST(GeneratedCode, TilePanelsOfBMatchReference) {
     const int64_t k = 37;
     te::Operator op = ops::dense(1, 128, n, k, ops::Epilogue::BiasGelu);
     std::vector<reference::CheckCase> cases;
-    for (int64_t m : {1, 2, 3, 7, 64, 131}) cases.push_back(reference::make_check_case(op, {m}, rng));
+    for (int64_t m : {1, 2, 3, 7, 64, 131})
+      cases.push_back(reference::make_check_case(op, {m}, rng));
     for (auto [mr, vectors] : {std::pair<int64_t, int64_t>{3, 2}, {1, 4}, {6, 1}})
       for (int64_t kc : {int64_t{8}, k})
         for (int64_t variant = 0; variant < 2; ++variant) {
