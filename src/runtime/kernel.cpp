@@ -23,7 +23,7 @@ namespace {
 // Pre-packed weights start with a 64-byte header (keeping the payload 64-byte aligned)
 // so that raw weights, or weights packed for another micro-kernel, passed where packed
 // ones belong are refused instead of silently computing garbage.
-constexpr int64_t kHeaderFloats = 16;
+constexpr int64_t kHeaderFloats = Kernel::kPackedHeaderFloats;
 constexpr uint64_t kPackedMagic = 0x6B6361506F444344ULL;  // "DCDoPack"
 
 struct PackedHeader {

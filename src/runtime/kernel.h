@@ -71,8 +71,9 @@ class Kernel {
   // Identifies the layout prepack() writes (a hash of the packing program): kernels with
   // the same id accept each other's packed buffers.
   uint64_t packed_layout() const { return packed_layout_; }
-  // The element count of the pre-packed input for a shape (a 16-float header that
-  // identifies the packed layout, then the panels).
+  // Floats ahead of the panels in a pre-packed buffer: a header that identifies the layout.
+  static constexpr int64_t kPackedHeaderFloats = 16;
+  // The element count of the pre-packed input for a shape (the header, then the panels).
   int64_t packed_size(const std::vector<int64_t>& shape) const;
   // Packs a constant input once, for every later call with this shape's constant dims.
   AlignedBuffer prepack(const std::vector<int64_t>& shape, ConstTensor source) const;

@@ -103,7 +103,7 @@ KernelArgs make_args(const runtime::Kernel& k, const std::vector<int64_t>& shape
 // model does not (B in tile panels level with vector panels there; 0.8x of them in the model,
 // 0.95x in the ring). A copy's values do not change a call's time: an input's ring is one set
 // of buffers, as large as the largest the worker has met, holding small valid floats; a
-// packed input's copy gets the kernel's 16-float layout header before each call.
+// packed input's copy gets the kernel's layout header before each call.
 constexpr int64_t kColdFootprint = int64_t{192} << 20;
 
 // The copies of one input, taken in turn by every kernel timed (kernels timed side by side
@@ -146,7 +146,8 @@ struct TimedCall {
   void next_cold() const {
     for (const Cold& c : cold) {
       runtime::AlignedBuffer& copy = c.ring->take();
-      if (c.header) std::copy(c.header, c.header + 16, copy.data());
+      if (c.header)
+        std::copy(c.header, c.header + runtime::Kernel::kPackedHeaderFloats, copy.data());
       (*inputs)[c.index] = {copy.data(), c.elements};
     }
   }

@@ -222,7 +222,8 @@ TEST(GeneratedCode, TilePanelsOfBMatchReference) {
           s.pack_b = schedule::PackB::Prepacked;
           s.b_panel = schedule::BPanel::Tile;
           runtime::Kernel kernel = runtime::Kernel::compile(op, s);
-          EXPECT_EQ(kernel.packed_size({1}) - 16, k * ((n + s.nr - 1) / s.nr) * s.nr)
+          EXPECT_EQ(kernel.packed_size({1}) - runtime::Kernel::kPackedHeaderFloats,
+                    k * ((n + s.nr - 1) / s.nr) * s.nr)
               << schedule::to_json_text(s);
           for (const reference::CheckCase& c : cases) {
             ASSERT_LE(reference::run_check_case(kernel, c), kTolerance)
