@@ -34,4 +34,9 @@ struct Roofline {
 // Measures with `threads` threads (each pinned to no particular core). Takes ~1 s.
 Roofline measure_roofline(int threads, schedule::Isa isa);
 
+// GB/s of the read loop over `bytes` split across `threads` threads, re-read warm: the rate
+// of data that size wherever the machine keeps it (for a footprint between the cache levels
+// the guest sees, such as one encoder layer's 28 MB of weights in a VM's hidden L3).
+double measure_read_bandwidth(int threads, int64_t bytes, schedule::Isa isa);
+
 }  // namespace dietcode::bench
