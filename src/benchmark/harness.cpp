@@ -51,14 +51,19 @@ double time_once(const std::function<void()>& fn) {
 // bench, one thread): reads a buffer several times the largest cache, which evicts whatever
 // an implementation keeps, its own copies of the weights included (a peer's reordered
 // weights are out of our reach otherwise), then reads the activations back in, as the
-// layer before would have left them.
+// layer before would have left them. At least kColdSweepBytes, for caches the guest does
+// not see: on the Zen 5 VM (a hidden 32 MiB L3) a 9 MiB matrix read after a 64 MiB sweep
+// ran at 66-71 GB/s, after 256 MiB at 45-46, after 512 MiB at 38-41, and 44.9 (median)
+// from a ring of twenty copies, the tuner's protocol; a sweep costs ~6 ms a call.
+constexpr int64_t kColdSweepBytes = int64_t{256} << 20;
+
 class CacheSweeper {
  public:
   explicit CacheSweeper(const Roofline& roofline) {
     int64_t largest = 0;
     for (const MemoryLevel& l : roofline.levels)
       if (l.name != "DRAM") largest = std::max(largest, l.capacity);
-    buffer_.assign(size_t(std::max<int64_t>(int64_t(64) << 20, 4 * largest)) / sizeof(float), 1.0f);
+    buffer_.assign(size_t(std::max<int64_t>(kColdSweepBytes, 4 * largest)) / sizeof(float), 1.0f);
     auto start = Clock::now();
     sweep({});
     seconds_ = std::chrono::duration<double>(Clock::now() - start).count();
