@@ -279,8 +279,7 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
   for (int threads : o.threads) {
     runtime::ThreadPool::global().set_num_threads(threads);
     for (auto& peer : torch) peer->set_threads(threads);
-    const schedule::Isa isa = codegen::host_target().isa;
-    const Roofline roof = measure_roofline(threads, isa);
+    const Roofline roof = measure_roofline(threads, codegen::host_target().isa);
     for (int64_t layers : o.layers) {
       model::ModelOptions mo;
       mo.layers = layers;
@@ -292,13 +291,14 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
           layers, threads, m.load_times().modules_seconds, m.load_times().weights_seconds));
       const double weight_bytes =
           4.0 * double(layers) * double(4 * c.hidden * c.hidden + 2 * c.hidden * c.ffn);
-      // The weights' bandwidth: a read loop over their footprint (28 MB a layer), wherever the
-      // machine holds that much, not the level the guest's cache sizes would name.
-      const double weight_gbps = measure_read_bandwidth(threads, int64_t(weight_bytes), isa);
-      note(
-          fmt::format("{} layers, {} threads: roofline: FMA peak {:.1f} GFLOP/s; weights {:.0f} "
-                      "MB read at {:.1f} GB/s (a read loop over as many bytes)",
-                      layers, threads, roof.peak_gflops, weight_bytes * 1e-6, weight_gbps));
+      // A layer's 28 MB re-read warm partly stay in caches a guest may not see: the level
+      // is a read loop over that footprint (Roofline::level_for).
+      const MemoryLevel level = roof.level_for(weight_bytes);
+      note(fmt::format(
+          "{} layers, {} threads: roofline: FMA peak {:.1f} GFLOP/s; weights {:.0f} "
+          "MB read at {:.1f} GB/s ({})",
+          layers, threads, roof.peak_gflops, weight_bytes * 1e-6, level.gbps,
+          level.name == "DRAM" ? "DRAM" : "a read loop over " + level.name + " re-read warm"));
       std::vector<ModelPeer*> loaded;  // the libtorch peers that took these weights
       for (auto& peer : torch) {
         try {
@@ -332,7 +332,7 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
         for (float& e : x) e = dist(rng);
         write_floats(io / fmt::format("input-{}.bin", t), x);
         roofline_ms[t] = 1e3 * std::max(m.graph().flops(t) / (roof.peak_gflops * 1e9),
-                                        weight_bytes / (weight_gbps * 1e9));
+                                        weight_bytes / (level.gbps * 1e9));
         settle();
         add(t, "dietcode", time_calls(o.repeat, [&] { m.forward(x.data(), t, y.data()); }), 0);
         ours[t] = y;

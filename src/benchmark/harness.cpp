@@ -908,7 +908,7 @@ class BenchRun {
   // that holds them. M, N: rows and row length; K: 0.
   void append_rows(const WorkloadLayer& layer, int64_t t, const RowData& data,
                    const std::map<std::string, Candidate*>& best, ShapeTimings& timings) {
-    const MemoryLevel& level = result_.roofline.level_for(data.bytes);
+    const MemoryLevel level = result_.roofline.level_for(data.bytes);
     add_rows({layer.name, "", "", o_.threads, t, data.p.rows, data.p.n, 0, 0, 0, level.gbps, 0,
               level.name, "GB/s"},
              data.bytes, best, timings);
@@ -947,7 +947,7 @@ class BenchRun {
   Measurement product_row(const WorkloadLayer& layer, int64_t t, const GemmProblem& p, double flops,
                           double bytes) const {
     const Roofline& r = result_.roofline;
-    const MemoryLevel& level = cold() ? r.levels.back() : r.level_for(bytes);
+    const MemoryLevel level = cold() ? r.levels.back() : r.level_for(bytes);
     Measurement m{layer.name,
                   "",
                   "",

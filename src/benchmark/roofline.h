@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,29 +15,33 @@
 namespace dietcode::bench {
 
 struct MemoryLevel {
-  std::string name;      // "L1", "L2", "L3", "DRAM"
+  std::string name;      // "L1", "L2", "L3", "DRAM", or a footprint ("64MiB")
   int64_t capacity = 0;  // bytes usable by the measured threads together
   double gbps = 0;       // measured read bandwidth, all threads together
 };
 
 struct Roofline {
   int threads = 1;
+  schedule::Isa isa = schedule::Isa::Avx2;
   double peak_gflops = 0;           // all threads together
   std::vector<MemoryLevel> levels;  // smallest first, DRAM last
 
-  const MemoryLevel& level_for(double bytes) const;
+  // The level that holds `bytes`: the smallest cache level as large; beyond the last cache
+  // and below the DRAM probe's size, the rate of the read loop over that footprint (rounded
+  // up to an eighth of its octave; measured the first time, ~0.1 s): data re-read warm between the
+  // L3 the guest sees (or guesses) and DRAM partly stays in caches it does not see (a VM's
+  // hidden 32 MiB L3: 28 MB read at 65-79 GB/s there, 340 MB at 41).
+  MemoryLevel level_for(double bytes) const;
   double ceiling_gflops(double flops, double bytes) const;
   // With the bytes coming from `from` (DRAM for weights that are cold).
   double ceiling_gflops(double flops, double bytes, const MemoryLevel& from) const;
   std::string describe() const;
+
+ private:
+  mutable std::map<int64_t, MemoryLevel> footprints_;  // measured by level_for
 };
 
 // Measures with `threads` threads (each pinned to no particular core). Takes ~1 s.
 Roofline measure_roofline(int threads, schedule::Isa isa);
-
-// GB/s of the read loop over `bytes` split across `threads` threads, re-read warm: the rate
-// of data that size wherever the machine keeps it (for a footprint between the cache levels
-// the guest sees, such as one encoder layer's 28 MB of weights in a VM's hidden L3).
-double measure_read_bandwidth(int threads, int64_t bytes, schedule::Isa isa);
 
 }  // namespace dietcode::bench
