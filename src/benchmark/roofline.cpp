@@ -50,50 +50,45 @@ DC_ROOFLINE_PROBE __attribute__((target("avx512f"))) float fma_chains_avx512(int
   return lanes[0] + lanes[15];
 }
 
-// Read loops: eight independent add chains a step, written out so that the
-// accumulators stay in registers (an array of them, indexed in an inner loop, stayed on
-// the stack at -O2 and read DRAM 20% slower). Enough chains that load throughput, not add
-// latency, is the limit even in L1.
+// The read loop: eight independent add chains of vectors V (a GCC vector type) a step,
+// written out so that the accumulators stay in registers (an array of them, indexed in an
+// inner loop, stayed on the stack at -O2 and read DRAM 20% slower). Enough chains that
+// load throughput, not add latency, is the limit even in L1. Inlined into a function of
+// the vector's ISA.
+using Floats8 = float __attribute__((vector_size(32), may_alias));
+using Floats16 = float __attribute__((vector_size(64), may_alias));
+
+template <typename V>
+DC_ROOFLINE_PROBE __attribute__((always_inline)) inline float read_sum_of(const float* p, int64_t n,
+                                                                          int passes) {
+  constexpr int64_t w = sizeof(V) / sizeof(float);
+  V a0{}, a1{}, a2{}, a3{}, a4{}, a5{}, a6{}, a7{};
+  for (int pass = 0; pass < passes; ++pass)
+    for (int64_t i = 0; i + 8 * w <= n; i += 8 * w) {
+      const V* v = reinterpret_cast<const V*>(p + i);
+      a0 += v[0];
+      a1 += v[1];
+      a2 += v[2];
+      a3 += v[3];
+      a4 += v[4];
+      a5 += v[5];
+      a6 += v[6];
+      a7 += v[7];
+    }
+  const V s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
+  return s[0] + s[w - 1];
+}
+
 DC_ROOFLINE_PROBE __attribute__((target("avx2"))) float read_sum(const float* p, int64_t n,
                                                                  int passes) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-  for (int pass = 0; pass < passes; ++pass)
-    for (int64_t i = 0; i + 64 <= n; i += 64) {
-      a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
-      a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
-      a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
-      a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
-      a4 = _mm256_add_ps(a4, _mm256_load_ps(p + i + 32));
-      a5 = _mm256_add_ps(a5, _mm256_load_ps(p + i + 40));
-      a6 = _mm256_add_ps(a6, _mm256_load_ps(p + i + 48));
-      a7 = _mm256_add_ps(a7, _mm256_load_ps(p + i + 56));
-    }
-  __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                           _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-  return _mm256_cvtss_f32(s);
+  return read_sum_of<Floats8>(p, n, passes);
 }
 
 // 512-bit loads, the width the AVX-512 kernels load with (256-bit loads read DRAM 5-7%
 // slower on the Zen 5 VM).
 DC_ROOFLINE_PROBE __attribute__((target("avx512f"))) float read_sum_avx512(const float* p,
                                                                            int64_t n, int passes) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-  for (int pass = 0; pass < passes; ++pass)
-    for (int64_t i = 0; i + 128 <= n; i += 128) {
-      a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
-      a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
-      a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
-      a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
-      a4 = _mm512_add_ps(a4, _mm512_load_ps(p + i + 64));
-      a5 = _mm512_add_ps(a5, _mm512_load_ps(p + i + 80));
-      a6 = _mm512_add_ps(a6, _mm512_load_ps(p + i + 96));
-      a7 = _mm512_add_ps(a7, _mm512_load_ps(p + i + 112));
-    }
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes,
-                  _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                                _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7))));
-  return lanes[0] + lanes[15];
+  return read_sum_of<Floats16>(p, n, passes);
 }
 
 // Runs fn(thread_index) on `threads` threads at once; returns the wall time. A caller pinned
