@@ -1,0 +1,59 @@
+// Roofline::level_for (benchmark/roofline.h): which level's bandwidth a shape's bytes are
+// measured against. Routing only; no rate is asserted beyond being measured.
+#include "benchmark/roofline.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace dietcode::bench {
+namespace {
+
+// Levels as measure_roofline lays them out, with made-up rates that no probe returns.
+Roofline fake_roofline() {
+  Roofline r;
+  r.threads = 1;
+  r.isa = schedule::Isa::Avx2;
+  r.peak_gflops = 100;
+  r.levels = {{"L1", 32 << 10, 1001},
+              {"L2", 512 << 10, 1002},
+              {"L3", 8 << 20, 1003},
+              {"DRAM", int64_t{1} << 62, 1004}};
+  return r;
+}
+
+TEST(Roofline, CacheSizedDataTakesTheSmallestLevelThatHoldsIt) {
+  Roofline r = fake_roofline();
+  EXPECT_EQ(r.level_for(1).name, "L1");
+  EXPECT_EQ(r.level_for(32 << 10).name, "L1");
+  EXPECT_EQ(r.level_for((32 << 10) + 1).name, "L2");
+  EXPECT_EQ(r.level_for(8 << 20).name, "L3");
+  EXPECT_EQ(r.level_for(8 << 20).gbps, 1003);
+}
+
+TEST(Roofline, DataAtTheDramProbesSizeIsDram) {
+  Roofline r = fake_roofline();
+  EXPECT_EQ(r.level_for(double(int64_t{512} << 20)).name, "DRAM");
+  EXPECT_EQ(r.level_for(1e12).gbps, 1004);
+}
+
+// Between the last cache and DRAM: a level of its own, at least as large as the data,
+// within an eighth of an octave of it, measured once and then reused.
+TEST(Roofline, DataBetweenTheLastCacheAndDramIsMeasuredAtItsFootprint) {
+  Roofline r = fake_roofline();
+  const double bytes = 9.4e6;
+  MemoryLevel first = r.level_for(bytes);
+  EXPECT_GE(double(first.capacity), bytes);
+  EXPECT_LE(double(first.capacity), bytes * 1.125);
+  EXPECT_EQ(first.name, "9MiB");  // 8.96 MiB, in steps of 1 MiB above 8 MiB
+  EXPECT_TRUE(std::isfinite(first.gbps));
+  EXPECT_GT(first.gbps, 0);
+  for (double g : {1001.0, 1002.0, 1003.0, 1004.0}) EXPECT_NE(first.gbps, g);
+  MemoryLevel again = r.level_for(bytes - 1000);  // same footprint: not measured again
+  EXPECT_EQ(again.capacity, first.capacity);
+  EXPECT_EQ(again.gbps, first.gbps);
+  EXPECT_GT(r.level_for(20e6).capacity, first.capacity);
+}
+
+}  // namespace
+}  // namespace dietcode::bench
