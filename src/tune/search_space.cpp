@@ -405,9 +405,10 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
   // long in k (BERT's dense layers, K = 768 and 3072): C is loaded and stored once per
   // ~768 k-steps instead of once per L1 block, A's rows stay in L1 across the N tiles and
   // B streams through L2 (the sweep oracle's winners at most M there: AVX-512, M = 8 to
-  // 77 of the 2304 x 768 layer). It comes first, except behind the streaming tile where
-  // cold weights stream from memory (at most kStreamingRows rows): listed after the three
-  // heights, it was a fourth-rank seed that round 1 never measured.
+  // 77 of the 2304 x 768 layer; with cold weights 35 of the 36 winners of the four BERT
+  // layers at M = 1..16, where the streaming tile won none). It comes first: listed after
+  // the three heights it was a fourth-rank seed, and second behind the streaming tile a
+  // second-rank one, that round 1 never measured (M = 3 then ran at 0.82 of the oracle).
   if (!heights.empty() && max_.k >= kDeepK && widest_vectors(heights.front()) >= 1) {
     MicroKernelSchedule s;
     s.isa = vec_.isa;
@@ -425,8 +426,7 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
       if (!valid(out.back())) {
         out.pop_back();
       } else {
-        const size_t at = std::min(before, size_t(cold_weights_ && streaming ? 1 : 0));
-        std::rotate(out.begin() + static_cast<std::ptrdiff_t>(at), out.end() - 1, out.end());
+        std::rotate(out.begin(), out.end() - 1, out.end());
       }
     }
   }

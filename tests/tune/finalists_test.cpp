@@ -266,21 +266,20 @@ TEST(Seeds, TileHeightsWhoseWidestTileUsesTheMultiplyAddRateComeFirst) {
       EXPECT_GE(accumulators, isa == schedule::Isa::Avx512 ? 21 : 9)
           << "M=" << m << ": " << schedule::to_json_text(*first);
       EXPECT_EQ(m % first->mr, 0) << "M=" << m;
-      // K = 768: a deep seed, first; with cold weights second behind the streaming tile
-      // where they stream from memory (M <= kStreamingRows).
+      // K = 768: a deep seed, first, with cold weights too (there the cold sweep's winners
+      // at M = 1..16 were deep-k tiles, not the streaming tile).
       ASSERT_NE(deep, nullptr) << "M=" << m;
       EXPECT_EQ(deep->mr, first->mr) << "M=" << m;
       EXPECT_EQ(deep, first) << "M=" << m;
       SearchSpace cold(op, isa, 1, range(1, 128), SpaceKind::ShapeGeneric, /*cold_weights=*/true);
       std::vector<schedule::MicroKernelSchedule> cold_seeds = cold.seeds_for(cold.extents()[m - 1]);
       ASSERT_GE(cold_seeds.size(), 2u);
-      const size_t deep_at = m > SearchSpace::kStreamingRows ? 0 : 1;
       // With cold weights every seed of a short product also prefetches B.
       schedule::MicroKernelSchedule cold_deep = *deep;
       if (m <= SearchSpace::kPrefetchRows) cold_deep.prefetch_b = SearchSpace::kSeedPrefetch;
-      EXPECT_EQ(cold_seeds[deep_at], cold_deep) << "M=" << m;
-      if (deep_at == 1) {
-        EXPECT_EQ(cold_seeds[0].k_streams, 4) << "M=" << m;
+      EXPECT_EQ(cold_seeds[0], cold_deep) << "M=" << m;
+      if (m <= SearchSpace::kStreamingRows) {
+        EXPECT_EQ(cold_seeds[1].k_streams, 4) << "M=" << m;
       }
       // With cold weights every seed of a short product also prefetches B; no seed takes
       // tile panels (schedule::BPanel: no faster inside a model, a packed copy per width).
@@ -311,10 +310,14 @@ TEST(Seeds, ShortProductsOfConstantBWalkFourRangesOfK) {
     ++streamed;
   }
   EXPECT_GE(streamed, 4u);
-  // M = 1 (the first shape seeded): its first seed streams, and its one-range twin is seeded.
-  ASSERT_EQ(space.extents()[seeds[0].shape].m, 1);
-  EXPECT_EQ(seeds[0].schedule.k_streams, 4);
-  schedule::MicroKernelSchedule one = seeds[0].schedule;
+  // M = 1 (the first shape seeded): its second seed streams (behind the deep-k tile), and
+  // its one-range twin is seeded.
+  std::vector<schedule::MicroKernelSchedule> m1 = space.seeds_for(space.extents()[0]);
+  ASSERT_GE(m1.size(), 2u);
+  EXPECT_EQ(m1[0].k_streams, 1);
+  EXPECT_EQ(m1[0].pack_a, schedule::PackA::Direct);
+  EXPECT_EQ(m1[1].k_streams, 4);
+  schedule::MicroKernelSchedule one = m1[1];
   one.k_streams = 1;
   EXPECT_TRUE(std::any_of(seeds.begin(), seeds.end(),
                           [&](const SearchSpace::RuleSeed& r) { return r.schedule == one; }));
