@@ -48,12 +48,12 @@ class SearchSpace {
   // constant B and at most kStreamingRows rows (B streams from memory), each walking four ranges of
   // k at once (k_streams), the tallest also with one; with cold weights and at most kPrefetchRows
   // rows every outer-product seed prefetches B (kSeedPrefetch); for K from kDeepK on the first
-  // height also with k blocks of about kDeepK and A read in place, first; where A and B both run along k and N is at most kDotSeedColumns, a tile of
-  // dot products. A B that changes per call with rows along n (S V) is read in place, and A with
-  // it; a seed in place of at most kFewTilesPerHead multiply-adds per head comes first with the
-  // heads innermost, then as usual. Every seed is valid (schedule::bind); deduplicated; ordered so
-  // that a prefix spreads over the shapes (each shape's best seed first; shapes in geometric order,
-  // then from the ends inward).
+  // height also with k blocks of about kDeepK and A read in place, first; where A and B both run
+  // along k and N is at most kDotSeedColumns, a tile of dot products. A B that changes per call
+  // with rows along n (S V) is read in place, and A with it; a seed in place of at most
+  // kFewTilesPerHead multiply-adds per head comes first with the heads innermost, then as usual.
+  // Every seed is valid (schedule::bind); deduplicated; ordered so that a prefix spreads over the
+  // shapes (each shape's best seed first; shapes in geometric order, then from the ends inward).
   std::vector<schedule::MicroKernelSchedule> seeds_for_shapes() const;
   // The same seeds, each with the index of the declared shape it was made for: the tuner
   // measures a seed there (a streaming tile for M = 1 says little at its best fit).
@@ -79,7 +79,10 @@ class SearchSpace {
   static constexpr int64_t kSeedPrefetch = 32;
   // k-block of the deep seed (long k blocks, A read in place) for K from it on.
   static constexpr int64_t kDeepK = 768;
-  static constexpr int kSeedShapesGeometric = 12;  // shapes whose seeds come first
+  // Shapes whose seeds come first: the smallest kSeedShapesDense (as the finals sample
+  // them: FinalistParams::dense), then kSeedShapesGeometric spread geometrically.
+  static constexpr int kSeedShapesDense = 16;
+  static constexpr int kSeedShapesGeometric = 12;
   // N up to which a shape gets a dot-product seed (Q K^T of a short sequence: an outer-
   // product tile would pack B and pad it to NR columns), first among its seeds up to
   // kDotFirstColumns.

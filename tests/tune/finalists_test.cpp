@@ -294,6 +294,29 @@ TEST(Seeds, TileHeightsWhoseWidestTileUsesTheMultiplyAddRateComeFirst) {
   }
 }
 
+TEST(Seeds, EachOfTheSmallestShapesIsSeededBeforeLargerOnes) {
+  // Every M up to kSeedShapesDense has its own best tile height (M = 11: 11 x 32); round 1
+  // measures a prefix of the seeds, so each one's first seed comes before any larger
+  // shape's (or is the same kernel as a smaller shape's, seeded once).
+  te::Operator op = ops::dense(1, 128, 2304, 768);
+  SearchSpace space(op, schedule::Isa::Avx512, 1, range(1, 128), SpaceKind::ShapeGeneric,
+                    /*cold_weights=*/true);
+  std::vector<SearchSpace::RuleSeed> seeds = space.rule_seeds();
+  size_t prefix = 0;
+  while (prefix < seeds.size() &&
+         space.extents()[seeds[prefix].shape].m <= SearchSpace::kSeedShapesDense)
+    ++prefix;
+  EXPECT_GE(prefix, size_t(SearchSpace::kSeedShapesDense) / 2);
+  for (int64_t m = 1; m <= SearchSpace::kSeedShapesDense; ++m) {
+    schedule::MicroKernelSchedule first = space.seeds_for(space.extents()[size_t(m - 1)]).at(0);
+    EXPECT_TRUE(std::any_of(seeds.begin(), seeds.begin() + std::ptrdiff_t(prefix),
+                            [&](const SearchSpace::RuleSeed& r) { return r.schedule == first; }))
+        << "M=" << m << ": " << schedule::to_json_text(first);
+  }
+  // M = 11's first seed: one 11-row tile, no padded row.
+  EXPECT_EQ(space.seeds_for(space.extents()[10]).at(0).mr, 11);
+}
+
 TEST(Seeds, ShortProductsOfConstantBWalkFourRangesOfK) {
   // Up to kStreamingRows rows cold weights stream from memory: such a shape's tiles walk
   // four ranges of k (k_streams = 4), and its tallest tile comes with one range too;
