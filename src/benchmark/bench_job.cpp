@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "benchmark/report.h"
@@ -35,26 +35,18 @@ std::vector<std::pair<std::string, runtime::ModuleSpec>> load_labelled_modules(
   // Modules of one name from different runs (run-a/qkv.module.json, run-b/qkv.module.json)
   // are told apart by their folder, then by their whole path: one label per module, or one
   // would be measured in the other's place.
-  auto repeated = [&](size_t i) {
-    return std::count_if(labelled.begin(), labelled.end(),
-                         [&](const auto& l) { return l.first == labelled[i].first; }) > 1;
+  auto relabel_clashes = [&](const std::function<std::string(size_t)>& label_of) {
+    std::map<std::string, int> count;
+    for (const auto& l : labelled) ++count[l.first];
+    for (size_t i = 0; i < labelled.size(); ++i)
+      if (count[labelled[i].first] > 1) labelled[i].first = label_of(i);
   };
-  auto clashes = [&] {
-    std::vector<bool> clash(labelled.size());
-    for (size_t i = 0; i < labelled.size(); ++i) clash[i] = repeated(i);
-    return clash;
-  };
-  std::vector<bool> clash = clashes();
-  for (size_t i = 0; i < labelled.size(); ++i) {
-    if (!clash[i]) continue;
+  relabel_clashes([&](size_t i) {
     std::filesystem::path p(paths[i]);
     std::string name = runtime::info_text(specs[i].provenance, "name", "");
-    labelled[i].first =
-        (p.parent_path().filename() / (name.empty() ? p.stem().string() : name)).string();
-  }
-  clash = clashes();
-  for (size_t i = 0; i < labelled.size(); ++i)
-    if (clash[i]) labelled[i].first = paths[i];
+    return (p.parent_path().filename() / (name.empty() ? p.stem().string() : name)).string();
+  });
+  relabel_clashes([&](size_t i) { return paths[i]; });
   return labelled;
 }
 

@@ -53,7 +53,8 @@ class SearchSpace {
   // with rows along n (S V) is read in place, and A with it; a seed in place of at most
   // kFewTilesPerHead multiply-adds per head comes first with the heads innermost, then as usual.
   // Every seed is valid (schedule::bind); deduplicated; ordered so that a prefix spreads over the
-  // shapes (each shape's best seed first; shapes in geometric order, then from the ends inward).
+  // shapes (each shape's best seed first; the kSeedShapesDense smallest shapes, then shapes in
+  // geometric order, then from the ends inward).
   std::vector<schedule::MicroKernelSchedule> seeds_for_shapes() const;
   // The same seeds, each with the index of the declared shape it was made for: the tuner
   // measures a seed there (a streaming tile for M = 1 says little at its best fit).
