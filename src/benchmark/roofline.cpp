@@ -1,6 +1,5 @@
 #include "benchmark/roofline.h"
 
-#include <cpuid.h>
 #include <fmt/format.h>
 #include <immintrin.h>
 #include <pthread.h>
@@ -8,11 +7,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <thread>
 
 #include "runtime/buffer.h"
+#include "support/cpu_caches.h"
 
 namespace dietcode::bench {
 
@@ -158,33 +156,6 @@ double measure_bandwidth(int threads, int64_t bytes_per_thread, schedule::Isa is
 // which a model's weights stream (src/benchmark/README.md, "The roofline").
 constexpr int64_t kDramProbeBytes = int64_t{512} << 20;
 
-// Cache size in bytes from sysfs (index1.. for data/unified caches), 0 if unknown.
-int64_t cache_bytes(int level) {
-  for (int index = 0; index < 8; ++index) {
-    std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", index);
-    std::ifstream lvl(dir + "level"), type(dir + "type"), size(dir + "size");
-    int l = 0;
-    std::string t, s;
-    if (!(lvl >> l) || !(type >> t) || !(size >> s)) continue;
-    if (l != level || t == "Instruction") continue;
-    int64_t v = std::atoll(s.c_str());
-    if (s.back() == 'K') v <<= 10;
-    if (s.back() == 'M') v <<= 20;
-    return v;
-  }
-  return 0;
-}
-
-// L1 data and L2 sizes from CPUID's extended leaves (AMD reports both, Intel the L2), 0 if
-// unknown: for guests without sysfs cache entries. Their L3 field is not used: a hypervisor
-// may fill it with what is not this guest's (508 MiB on a 2-vCPU VM).
-int64_t cpuid_cache_bytes(int level) {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (level == 1 && __get_cpuid(0x80000005, &a, &b, &c, &d)) return int64_t(c >> 24) << 10;
-  if (level == 2 && __get_cpuid(0x80000006, &a, &b, &c, &d)) return int64_t(c >> 16) << 10;
-  return 0;
-}
-
 }  // namespace
 
 MemoryLevel Roofline::level_for(double bytes) const {
@@ -230,9 +201,8 @@ Roofline measure_roofline(int threads, schedule::Isa isa) {
   r.threads = threads;
   r.isa = isa;
   r.peak_gflops = measure_peak(threads, isa);
-  int64_t l1 = cache_bytes(1), l2 = cache_bytes(2), l3 = cache_bytes(3);
-  if (l1 == 0) l1 = cpuid_cache_bytes(1);
-  if (l2 == 0) l2 = cpuid_cache_bytes(2);
+  const CacheSizes& host = host_cache_sizes();
+  int64_t l1 = host.l1, l2 = host.l2, l3 = host.l3;
   if (l1 == 0) l1 = 32 << 10;
   if (l2 == 0) l2 = 512 << 10;
   if (l3 == 0) l3 = 8 << 20;

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <unordered_set>
 
+#include "support/cpu_caches.h"
 #include "support/error.h"
 #include "support/int_math.h"
 
@@ -38,9 +39,10 @@ void unique_sorted(std::vector<int64_t>& v) {
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
-// Per-core cache sizes the blocks are biased to (Zen 4 and recent Intel cores are at
-// least this large; a block that overflows a little is still sampled, just less often).
-constexpr int64_t kL1Bytes = 32 * 1024, kL2Bytes = 1024 * 1024;
+// Per-core cache sizes the blocks are biased to where the host's are unknown (Zen 4 and
+// recent Intel cores are at least this large; a block that overflows a little is still
+// sampled, just less often).
+constexpr int64_t kDefaultL1Bytes = 32 * 1024, kDefaultL2Bytes = 1024 * 1024;
 
 }  // namespace
 
@@ -55,7 +57,9 @@ SearchSpace::SearchSpace(const te::Operator& op, schedule::Isa isa, int threads,
       threads_(threads),
       extents_(op, shapes),
       kind_(kind),
-      cold_weights_(cold_weights) {
+      cold_weights_(cold_weights),
+      l1_bytes_(host_cache_sizes().l1 > 0 ? host_cache_sizes().l1 : kDefaultL1Bytes),
+      l2_bytes_(host_cache_sizes().l2 > 0 ? host_cache_sizes().l2 : kDefaultL2Bytes) {
   if (shapes.empty()) user_error("operator {}: no shapes to tune for", op.name);
   if (kind == SpaceKind::Divisors && shapes.size() != 1)
     internal_error(__FILE__, __LINE__, "the divisor space is for one shape");
@@ -156,7 +160,7 @@ std::vector<int64_t> SearchSpace::mc_choices(int64_t mr, int64_t kc, const Exten
     // Powers of two of tiles, a split across the cores, and the whole M; blocks whose
     // A panel fits in L2 (the packed A block is reused across the N tiles).
     for (int64_t j = 1; j * mr <= cap; j *= 2)
-      if (j * mr * kc * 4 <= kL2Bytes || j == 1) out.push_back(j * mr);
+      if (j * mr * kc * 4 <= l2_bytes_ || j == 1) out.push_back(j * mr);
     for (int64_t t = 1; t <= 2; ++t)
       out.push_back(std::min(cap, round_up(ceil_div(e.m, threads_ * t), mr)));
     out.push_back(std::min(cap, round_up(e.m, mr)));
@@ -178,7 +182,7 @@ std::vector<int64_t> SearchSpace::nc_choices(int64_t nr, int64_t kc, const Exten
     for (int64_t t = 1; t <= 4; ++t)
       out.push_back(std::min(cap, round_up(ceil_div(e.n, threads_ * t), nr)));
     for (int64_t j = 1; j * nr <= cap; j *= 2)
-      if (j * nr * kc * 4 <= kL2Bytes) out.push_back(j * nr);
+      if (j * nr * kc * 4 <= l2_bytes_) out.push_back(j * nr);
     out.push_back(cap);
   }
   if (out.empty()) out.push_back(nr);
@@ -233,7 +237,7 @@ MicroKernelSchedule SearchSpace::sample(std::mt19937_64& rng) const {
     // Bias toward micro-panels that stay in L1 for the k-loop.
     std::vector<int64_t> l1;
     for (int64_t kc : kcs)
-      if (kc * (s.mr + s.nr) * 4 <= kL1Bytes * 2) l1.push_back(kc);
+      if (kc * (s.mr + s.nr) * 4 <= l1_bytes_ * 2) l1.push_back(kc);
     s.kc = pick(rng, !l1.empty() && chance(rng, 0.7) ? l1 : kcs);
     s.mc = pick(rng, mc_choices(s.mr, s.kc, nullptr));
     s.nc = pick(rng, nc_choices(s.nr, s.kc, nullptr));
@@ -320,8 +324,8 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
   // Blocks in L2 (half of it for each packed operand), the parallel axis where the tasks
   // fill the cores, the loop order, packing; kept when valid.
   auto finish = [&](MicroKernelSchedule s) {
-    int64_t mc_cap = std::max(s.mr, (kL2Bytes / 2) / (4 * s.kc) / s.mr * s.mr);
-    int64_t nc_cap = std::max(s.nr, (kL2Bytes / 2) / (4 * s.kc) / s.nr * s.nr);
+    int64_t mc_cap = std::max(s.mr, (l2_bytes_ / 2) / (4 * s.kc) / s.mr * s.mr);
+    int64_t nc_cap = std::max(s.nr, (l2_bytes_ / 2) / (4 * s.kc) / s.nr * s.nr);
     s.mc = std::min(mc_cap, round_up(max_.m, s.mr));
     s.nc = std::min(nc_cap, round_up(max_.n, s.nr));
     if (threads_ == 1) {
@@ -372,7 +376,7 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
   };
   // k-block: the A and B micro-panels (mr + nr floats per k) in L1, split evenly over K.
   auto l1_kc = [&](const MicroKernelSchedule& s) {
-    int64_t kc_cap = std::max<int64_t>(8, kL1Bytes / (4 * (s.mr + s.nr)) / 8 * 8);
+    int64_t kc_cap = std::max<int64_t>(8, l1_bytes_ / (4 * (s.mr + s.nr)) / 8 * 8);
     int64_t kc = max_.k;
     for (int64_t j = 1; j <= 64; ++j) {
       kc = std::min(max_.k, round_up(ceil_div(e.k, j), 8));
@@ -416,7 +420,7 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     s.mr = heights.front();
     s.nr = widest_vectors(s.mr) * vec_.width;
     // About kDeepK, split evenly over K, and no longer than keeps A's rows in L1.
-    const int64_t cap = std::max<int64_t>(8, kL1Bytes / (4 * s.mr) / 8 * 8);
+    const int64_t cap = std::max<int64_t>(8, l1_bytes_ / (4 * s.mr) / 8 * 8);
     const int64_t target = std::min(kDeepK, cap);
     s.kc = std::min({max_.k, cap, round_up(ceil_div(e.k, ceil_div(e.k, target)), 8)});
     const size_t before = out.size();

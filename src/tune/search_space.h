@@ -98,6 +98,10 @@ class SearchSpace {
   const ShapeExtents& extents() const { return extents_; }
   const te::Operator& op() const { return op_; }
   SpaceKind kind() const { return kind_; }
+  // The per-core L1 data and L2 sizes the blocks are sized to: the host's
+  // (host_cache_sizes), else 32 KiB and 1 MiB.
+  int64_t l1_bytes() const { return l1_bytes_; }
+  int64_t l2_bytes() const { return l2_bytes_; }
 
  private:
   bool valid(const schedule::MicroKernelSchedule& s) const;
@@ -120,6 +124,7 @@ class SearchSpace {
   Extents max_;  // largest extent of each axis over the shapes
   SpaceKind kind_;
   bool cold_weights_;
+  int64_t l1_bytes_, l2_bytes_;
 };
 
 }  // namespace dietcode::tune

@@ -17,6 +17,7 @@
 #include "ops/dense.h"
 #include "reference/reference.h"
 #include "runtime/module.h"
+#include "support/cpu_caches.h"
 #include "support/int_math.h"
 #include "test_support.h"
 #include "tune/search_space.h"
@@ -226,9 +227,9 @@ TEST(Seeds, ValidAndCoverEachDeclaredShapeWithLittlePadding) {
         EXPECT_LE(schedule::tile_registers(s.mr, s.nr / vec.width), vec.registers);
         if (s.pack_a == schedule::PackA::Direct) {  // a deep seed
           EXPECT_LE(s.kc, SearchSpace::kDeepK);
-          EXPECT_LE(s.kc * s.mr * 4, 32 * 1024) << "A's rows in L1";
+          EXPECT_LE(s.kc * s.mr * 4, space.l1_bytes()) << "A's rows in L1";
         } else {
-          EXPECT_LE(s.kc * (s.mr + s.nr) * 4, 32 * 1024) << "micro-panels in L1";
+          EXPECT_LE(s.kc * (s.mr + s.nr) * 4, space.l1_bytes()) << "micro-panels in L1";
         }
         if (threads == 1) {
           EXPECT_EQ(s.parallel, schedule::ParallelAxis::None);
@@ -315,6 +316,22 @@ TEST(Seeds, EachOfTheSmallestShapesIsSeededBeforeLargerOnes) {
   }
   // M = 11's first seed: one 11-row tile, no padded row.
   EXPECT_EQ(space.seeds_for(space.extents()[10]).at(0).mr, 11);
+}
+
+TEST(Seeds, DeepKBlocksAreSizedToTheHostsL1) {
+  // The deep seed's k block is the longest (up to kDeepK, dividing K evenly) whose A rows
+  // fit the host's L1: 11 rows x 768 floats (33 KiB) fit a 48 KiB L1 in one block, a
+  // 32 KiB one in two of 384.
+  EXPECT_EQ(SearchSpace::kDeepK, 768);
+  te::Operator op = ops::dense(1, 128, 2304, 768);
+  SearchSpace space(op, schedule::Isa::Avx512, 1, range(1, 128), SpaceKind::ShapeGeneric,
+                    /*cold_weights=*/true);
+  EXPECT_EQ(space.l1_bytes(),
+            host_cache_sizes().l1 > 0 ? host_cache_sizes().l1 : int64_t{32} << 10);
+  schedule::MicroKernelSchedule deep = space.seeds_for(space.extents()[10]).at(0);
+  ASSERT_EQ(deep.pack_a, schedule::PackA::Direct) << schedule::to_json_text(deep);
+  ASSERT_EQ(deep.mr, 11);
+  EXPECT_EQ(deep.kc, 11 * 768 * 4 <= space.l1_bytes() ? 768 : 384) << space.l1_bytes();
 }
 
 TEST(Seeds, ShortProductsOfConstantBWalkFourRangesOfK) {
