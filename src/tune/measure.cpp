@@ -291,9 +291,13 @@ std::vector<MeasureResult> Measurer::measure(
       }
     }
   }
-  // Phase 2: one worker at a time times its kernels while the others wait. A kernel
-  // compiled by a worker that has since been restarted is compiled again first.
+  // Phase 2: one worker at a time times its kernels while the others wait, shape by
+  // shape (a worker makes each shape's inputs and float64 reference values once and
+  // keeps the last few). A kernel compiled by a worker that has since been restarted is
+  // compiled again first.
   for (int w = 0; w < W; ++w) {
+    std::stable_sort(compiled[w].begin(), compiled[w].end(),
+                     [&](size_t a, size_t b) { return batch[a].shape < batch[b].shape; });
     for (size_t i : compiled[w]) {
       if (compiled_in[i] != m.generation[w]) {
         m.worker(w).send(compile_request(i));
