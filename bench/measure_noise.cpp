@@ -5,7 +5,7 @@
 // measurements. Run it on a quiet machine and beside a busy neighbour
 // (`stress-ng --cpu 1` or `yes > /dev/null`) and compare.
 //
-//   bench_measure_noise [MEASUREMENTS=30] [M=16]
+//   bench_measure_noise [MEASUREMENTS=30] [M=16] [SECONDS_PER_BURST=0.01]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@ using namespace dietcode;
 int main(int argc, char** argv) {
   int n = argc > 1 ? std::stoi(argv[1]) : 30;
   int64_t m = argc > 2 ? std::stoll(argv[2]) : 16;
+  const double burst = argc > 3 ? std::stod(argv[3]) : 0.01;
   ops::OperatorSpec op;
   op.op = "dense";
   op.n = 768;
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   o.worker_path = tune::default_worker_path();
   o.workers = 1;
   o.max_attempts = 1;  // the raw bursts, no re-measurement
+  o.seconds_per_repeat = burst;
   tune::Measurer measurer(op, o);
   schedule::MicroKernelSchedule s;
   s.isa = codegen::host_target().isa;

@@ -226,6 +226,8 @@ Measurer::Measurer(const ops::OperatorSpec& op, const MeasureOptions& options)
   impl_->init = {{"operator", ops::to_json(op)},
                  {"threads", options.threads},
                  {"seconds_per_repeat", options.seconds_per_repeat},
+                 {"side_by_side_seconds_per_repeat", options.side_by_side_seconds_per_repeat},
+                 {"warmup_seconds", options.warmup_seconds},
                  {"repeats", options.repeats},
                  {"tolerance", options.tolerance},
                  {"estimator", options.estimator == Estimator::Min ? "min" : "median"},

@@ -61,6 +61,15 @@ struct MeasureOptions {
   double measure_timeout = 30;       // seconds per measurement (check + timing)
   double seconds_per_repeat = 0.01;  // timed time per repeat burst
   int repeats = 7;                   // bursts per attempt
+  // Side by side (measure_side_by_side) each kernel's bursts are shorter: the rounds are
+  // interleaved, so drift hits every kernel of the window alike, and a window of eleven
+  // kernels on 25 shapes is a third of a 1000-trial run's finals otherwise. The fastest of
+  // 7 bursts of 5 ms varied as little as of 10 ms (src/tune/README.md, "Which estimator").
+  double side_by_side_seconds_per_repeat = 0.005;
+  // Untimed calls before the bursts, which also size them (at least one call). The
+  // correctness check has already run the kernel once, and the fastest burst is the
+  // figure, so a first burst still warming up does not count.
+  double warmup_seconds = 0.002;
   Estimator estimator = Estimator::Min;
   // An attempt whose bursts' inter-quartile range exceeds this fraction of their median
   // was disturbed (a neighbour took the core for part of it): it is timed again, up to

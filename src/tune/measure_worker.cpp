@@ -35,15 +35,31 @@ struct ShapeData {
   std::vector<double> want;
 };
 
-ShapeData make_data(const te::Operator& op, const std::vector<int64_t>& shape,
+// The last random values drawn for each input: an input whose size does not depend on
+// the shape (a weight matrix, a bias) takes the same values on every shape, copied
+// rather than drawn again (drawing a 2304 x 768 weight cost more than timing a kernel).
+struct DrawnInputs {
+  std::vector<runtime::AlignedBuffer> last;
+  const runtime::AlignedBuffer& draw(size_t input, int64_t size, std::mt19937_64& rng) {
+    if (last.size() <= input) last.resize(input + 1);
+    if (last[input].size() != size) {
+      std::uniform_real_distribution<float> dist(-1, 1);
+      last[input] = runtime::AlignedBuffer(size);
+      for (int64_t j = 0; j < size; ++j) last[input][j] = dist(rng);
+    }
+    return last[input];
+  }
+};
+
+ShapeData make_data(const te::Operator& op, const std::vector<int64_t>& shape, DrawnInputs& drawn,
                     std::mt19937_64& rng) {
   ShapeData d;
   std::vector<int64_t> sizes = op.buffer_sizes(op.bind(shape));
-  std::uniform_real_distribution<float> dist(-1, 1);
   std::vector<const float*> pointers;
   for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+    const runtime::AlignedBuffer& values = drawn.draw(i, sizes[i], rng);
     d.inputs.emplace_back(sizes[i]);
-    for (int64_t j = 0; j < sizes[i]; ++j) d.inputs.back()[j] = dist(rng);
+    std::copy(values.data(), values.data() + sizes[i], d.inputs.back().data());
     pointers.push_back(d.inputs.back().data());
   }
   d.output_size = sizes.back();
@@ -200,8 +216,9 @@ nlohmann::json check_kernel(const runtime::Kernel& k, const std::vector<int64_t>
   return {};
 }
 
-// Calls per burst so that one burst lasts about `per_repeat` seconds (a warm-up).
-int64_t calls_per_burst(const std::function<void()>& run, double per_repeat) {
+// Calls per burst so that one burst lasts about `per_repeat` seconds, counted from
+// `warmup` seconds of untimed calls (at least one).
+int64_t calls_per_burst(const std::function<void()>& run, double warmup, double per_repeat) {
   auto start = Clock::now();
   int64_t calls = 0;
   double elapsed = 0;
@@ -209,7 +226,7 @@ int64_t calls_per_burst(const std::function<void()>& run, double per_repeat) {
     run();
     ++calls;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  } while (elapsed < per_repeat && calls < 100000);
+  } while (elapsed < warmup && calls < 100000);
   return std::max<int64_t>(1, int64_t(per_repeat / (elapsed / double(calls))));
 }
 
@@ -260,12 +277,14 @@ BurstStats summarize(std::vector<double> times) {
 
 // What the worker was told about timing.
 struct TimingPlan {
-  double per_repeat;
+  double per_repeat, set_per_repeat, warmup;
   int repeats, max_attempts;
   double disturbed_spread;
   bool use_min;
   explicit TimingPlan(const nlohmann::json& init)
       : per_repeat(init.value("seconds_per_repeat", 0.005)),
+        set_per_repeat(init.value("side_by_side_seconds_per_repeat", per_repeat)),
+        warmup(init.value("warmup_seconds", per_repeat)),
         repeats(std::max(1, init.value("repeats", 5))),
         max_attempts(std::max(1, init.value("max_attempts", 3))),
         disturbed_spread(init.value("disturbed_spread", 0.25)),
@@ -300,7 +319,7 @@ nlohmann::json measure_kernel(const runtime::Kernel& k, const std::vector<int64_
   const TimingPlan plan(init);
   runtime::MutableTensor y = a.output();
   const TimedCall run = timed_call([&] { k.run(shape, a.inputs, y); }, a, init);
-  int64_t inner = calls_per_burst(run, plan.per_repeat);
+  int64_t inner = calls_per_burst(run, plan.warmup, plan.per_repeat);
   // Attempts until one is undisturbed; the least spread one is kept.
   BurstStats kept;
   int attempt = 0;
@@ -335,7 +354,7 @@ nlohmann::json measure_set(const std::vector<const runtime::Kernel*>& ks,
   for (size_t i : timed) {
     runs[i] =
         timed_call([&, i] { ks[i]->run(shape, args[i].inputs, args[i].output()); }, args[i], init);
-    inner[i] = calls_per_burst(runs[i], plan.per_repeat);
+    inner[i] = calls_per_burst(runs[i], plan.warmup, plan.set_per_repeat);
   }
   std::vector<BurstStats> kept(ks.size());
   double kept_worst = 1e30;
@@ -394,6 +413,7 @@ int measure_worker_main(int argc, char** argv) {
   std::map<int64_t, runtime::Kernel> kernels;
   std::map<std::vector<int64_t>, ShapeData> data;
   std::mt19937_64 rng(12345);
+  DrawnInputs drawn;
   while (std::getline(std::cin, line)) {
     nlohmann::json req = nlohmann::json::parse(line, nullptr, false);
     if (req.is_discarded() || !req.is_object()) return 2;
@@ -420,7 +440,7 @@ int measure_worker_main(int argc, char** argv) {
         std::vector<int64_t> shape = req.at("shape").get<std::vector<int64_t>>();
         if (data.size() > 16) data.clear();  // bounded memory across many shapes
         auto d = data.find(shape);
-        if (d == data.end()) d = data.emplace(shape, make_data(op, shape, rng)).first;
+        if (d == data.end()) d = data.emplace(shape, make_data(op, shape, drawn, rng)).first;
         nlohmann::json r = measure_kernel(it->second, shape, d->second, init, fault);
         r["id"] = id;
         kernels.erase(it);
@@ -437,7 +457,7 @@ int measure_worker_main(int argc, char** argv) {
         std::vector<int64_t> shape = req.at("shape").get<std::vector<int64_t>>();
         if (data.size() > 16) data.clear();
         auto d = data.find(shape);
-        if (d == data.end()) d = data.emplace(shape, make_data(op, shape, rng)).first;
+        if (d == data.end()) d = data.emplace(shape, make_data(op, shape, drawn, rng)).first;
         reply({{"id", id}, {"results", measure_set(set, shape, d->second, init, fault)}});
       } else {
         reply({{"id", id}, {"error", "unknown command '" + cmd + "'"}});

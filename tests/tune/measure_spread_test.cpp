@@ -28,6 +28,8 @@ MeasureOptions options() {
   o.worker_path = DIETCODE_WORKER_PATH;
   o.workers = 1;
   o.seconds_per_repeat = 0.001;
+  o.side_by_side_seconds_per_repeat = 0.001;
+  o.warmup_seconds = 0.001;
   o.repeats = 5;
   o.max_attempts = 3;
   o.allow_faults = true;

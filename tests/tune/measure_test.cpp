@@ -23,6 +23,8 @@ MeasureOptions options() {
   o.compile_timeout = 60;
   o.measure_timeout = 3;  // the hanging kernel costs this much
   o.seconds_per_repeat = 0.001;
+  o.side_by_side_seconds_per_repeat = 0.001;
+  o.warmup_seconds = 0.001;
   o.repeats = 3;
   o.allow_faults = true;
   return o;

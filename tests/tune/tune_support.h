@@ -90,6 +90,8 @@ inline tune::TuneOptions small_tune_options(const std::filesystem::path& dir, in
   o.search.measure_per_round = 16;
   o.measure.worker_path = DIETCODE_WORKER_PATH;
   o.measure.seconds_per_repeat = 0.0005;
+  o.measure.side_by_side_seconds_per_repeat = 0.0005;
+  o.measure.warmup_seconds = 0.0005;
   o.measure.repeats = 3;
   o.finalists.dense = 0;  // the finals' windows as `finalists.shapes` says (tests set 4)
   o.quiet = true;
