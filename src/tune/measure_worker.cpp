@@ -14,6 +14,7 @@
 #include <random>
 #include <thread>
 
+#include "codegen/llvm/object_cache.h"
 #include "ops/work.h"
 #include "reference/reference.h"
 #include "runtime/kernel.h"
@@ -410,6 +411,7 @@ int measure_worker_main(int argc, char** argv) {
     return 2;
   }
   runtime::ThreadPool::global().set_num_threads(init.value("threads", 1));
+  codegen::ObjectCacheScope cache(init.value("object_cache_dir", std::string()));
   std::map<int64_t, runtime::Kernel> kernels;
   std::map<std::vector<int64_t>, ShapeData> data;
   std::mt19937_64 rng(12345);
