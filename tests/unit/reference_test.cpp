@@ -20,11 +20,7 @@ std::vector<float> random_floats(int64_t n, std::mt19937_64& rng) {
 }
 
 TEST(Reference, DenseIsTheRowTimesWeightSum) {
-  ops::OperatorSpec spec;
-  spec.n = 19;
-  spec.k = 37;
-  spec.m_min = 1;
-  spec.m_max = 64;
+  const ops::OperatorSpec spec{.n = 19, .k = 37, .m_min = 1, .m_max = 64, .instances = {}};
   te::Operator op = spec.build();
   std::mt19937_64 rng(7);
   for (int64_t m : {1, 5, 64, 100}) {
@@ -44,16 +40,17 @@ TEST(Reference, DenseIsTheRowTimesWeightSum) {
 TEST(Reference, BatchMatmulWithTheShapeVariableOnBothSides) {
   // Attention's two products: Q K^T (NT, N = M) and S V (NN, K = M), batch 3.
   for (const char* layout : {"NT", "NN"}) {
-    ops::OperatorSpec spec;
-    spec.op = "batch_matmul";
-    spec.layout = layout;
-    spec.batch = 3;
-    spec.n_is_m = layout == std::string("NT");
-    spec.k_is_m = !spec.n_is_m;
-    spec.n = 8;
-    spec.k = 8;
-    spec.m_min = 1;
-    spec.m_max = 32;
+    const bool nt = layout == std::string("NT");
+    const ops::OperatorSpec spec{.op = "batch_matmul",
+                                 .n = 8,
+                                 .k = 8,
+                                 .batch = 3,
+                                 .layout = layout,
+                                 .n_is_m = nt,
+                                 .k_is_m = !nt,
+                                 .m_min = 1,
+                                 .m_max = 32,
+                                 .instances = {}};
     te::Operator op = spec.build();
     std::mt19937_64 rng(11);
     for (int64_t m : {1, 7, 33}) {
