@@ -112,13 +112,19 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
         variants.push_back(s);
       }
     }
-    // B streamed from memory: each variant also prefetching B 64 k-steps ahead.
+    // B streamed from memory: each variant also prefetching B 64 k-steps ahead, and
+    // those with m the inner tile loop also the next tile's B (prefetch_next).
     if (c.b.constant && cold_weights) {
       const size_t n = variants.size();
       for (size_t i = 0; i < n; ++i) {
         schedule::MicroKernelSchedule s = variants[i];
         s.prefetch_b = 64;
         variants.push_back(s);
+        if (s.inner_tile_loop == Axis::M && s.pack_b == schedule::PackB::Prepacked &&
+            s.vector_axis == Axis::N) {
+          s.prefetch_next = true;
+          variants.push_back(s);
+        }
       }
     }
     for (const schedule::MicroKernelSchedule& s : variants) {

@@ -182,6 +182,9 @@ void print(const Stmt& s, int indent, std::string& out) {
         b_note = fmt::format(" (vector v at +v*{}, masked n tail)", to_string(n->b_vector_stride));
       out += fmt::format("{}  A: {}\n{}  B: {}{}\n", pad, operand_text(n->a), pad,
                          operand_text(n->b), b_note);
+      if (n->prefetch_next_offset.defined())
+        out += fmt::format("{}  prefetch into L2 each k-step: B's row + {}\n", pad,
+                           to_string(n->prefetch_next_offset));
       out += fmt::format("{}  C: {}[{} + r*{} + c], first k-block: {}, last k-block: {}\n", pad,
                          n->c.name(), to_string(n->c_offset), to_string(n->c_row_stride),
                          to_string(n->first_k_block), to_string(n->last_k_block));

@@ -144,6 +144,28 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
     nest.packed_b = Buffer(c.b.tensor.name() + "_packed", {nest.packed_b_size});
     mk.b = TileOperand{nest.packed_b, col0 * c.k_extent + Var(k.begin) * w, 1, Expr(w)};
     if (!tile) mk.b_vector_stride = c.k_extent * w;
+    // The B that the tile loops read next: the next column tile when m is the inner tile
+    // loop (its calls reuse one tile's B), the next block of nc columns when n is (every
+    // row tile walks the whole block). The calls share it out: call number `part` (its row
+    // tile, counted across the block's column tiles when n is inner) prefetches vector
+    // `part` of each k-row, modulo the vectors of a k-row of what it prefetches. In both
+    // layouts the next block starts nc * K floats past the block, the next tile NR * K past
+    // the tile.
+    if (s.prefetch_next) {
+      const int64_t W = mk.vector_width;
+      const bool m_inner = s.inner_tile_loop == schedule::Axis::M;
+      const int64_t ahead = m_inner ? s.nr : s.nc;  // columns from this block or tile on
+      Expr part = m_inner ? Expr(Var(m_tile)) : Expr(Var(m_tile)) * (s.nc / s.nr) + Var(n_tile);
+      part = part % Expr(ahead / W);
+      // Floats from this tile's first column to the first column prefetched.
+      Expr start = m_inner ? Expr(s.nr) : Expr(s.nc) - Expr(Var(n_tile)) * s.nr;
+      if (tile) {
+        Expr panel = part / Expr(s.nr / W), vector = part % Expr(s.nr / W);
+        mk.prefetch_next_offset = (start + panel * s.nr) * c.k_extent + vector * W;
+      } else {
+        mk.prefetch_next_offset = (start + part * W) * c.k_extent;
+      }
+    }
     nest.prepack =
         pack_stage(c.b, c.n, c.k, nest.packed_b, 0, w, {0, c.n_extent, c.n_extent, 0, c.k_extent});
   }

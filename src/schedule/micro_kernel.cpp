@@ -80,6 +80,7 @@ uint64_t MicroKernelSchedule::digest() const {
   if (batch_inner) h.add(200);                                    // likewise
   if (prefetch_b != 0) h.add(300 + prefetch_b);                   // likewise
   if (b_panel != BPanel::Vector) h.add(400 + int64_t(b_panel));   // likewise
+  if (prefetch_next) h.add(500);                                  // likewise
   return h.value();
 }
 
@@ -104,6 +105,7 @@ json to_json(const MicroKernelSchedule& s) {
   if (s.batch_inner) j["batch_loop"] = "inner";                               // optional: outer
   if (s.prefetch_b != 0) j["prefetch_b"] = s.prefetch_b;                      // optional: 0
   if (s.b_panel != BPanel::Vector) j["b_panel"] = to_string(s.b_panel);       // optional: vector
+  if (s.prefetch_next) j["prefetch_next"] = true;                             // optional: false
   return j;
 }
 
@@ -155,10 +157,10 @@ ParallelAxis parse_parallel(const std::string& text) {
 MicroKernelSchedule schedule_from_json(const json& j) {
   if (!j.is_object()) user_error("schedule JSON: expected an object, got {}", j.dump());
   static const std::set<std::string> known{
-      "target",     "isa",        "mr",         "nr",       "kc",
-      "mc",         "nc",         "loop_order", "parallel", "inner_tile_loop",
-      "unroll_k",   "k_streams",  "pack_a",     "pack_b",   "vector_axis",
-      "batch_loop", "prefetch_b", "b_panel"};
+      "target",     "isa",        "mr",         "nr",           "kc",
+      "mc",         "nc",         "loop_order", "parallel",     "inner_tile_loop",
+      "unroll_k",   "k_streams",  "pack_a",     "pack_b",       "vector_axis",
+      "batch_loop", "prefetch_b", "b_panel",    "prefetch_next"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) user_error("schedule JSON: unknown field '{}'", it.key());
   MicroKernelSchedule s;
@@ -191,6 +193,12 @@ MicroKernelSchedule schedule_from_json(const json& j) {
   s.unroll_k = int_field(j, "unroll_k");
   if (j.contains("k_streams")) s.k_streams = int_field(j, "k_streams");
   if (j.contains("prefetch_b")) s.prefetch_b = int_field(j, "prefetch_b");
+  if (j.contains("prefetch_next")) {
+    const json& v = field(j, "prefetch_next");
+    if (!v.is_boolean())
+      user_error("schedule JSON: field 'prefetch_next' is {}, expected true or false", v.dump());
+    s.prefetch_next = v.get<bool>();
+  }
   if (j.contains("vector_axis")) {
     std::string axis = string_field(j, "vector_axis");
     if (axis != "n" && axis != "k")
@@ -295,6 +303,10 @@ void validate(const MicroKernelSchedule& s) {
     user_error("schedule: prefetch_b = {} must be 0, 16, 32 or 64 (k-steps ahead)", s.prefetch_b);
   if (dot && s.prefetch_b != 0)
     user_error("schedule: prefetch_b needs vector_axis 'n' (a dot-product tile reads B along k)");
+  if (s.prefetch_next && (s.pack_b != PackB::Prepacked || dot))
+    user_error(
+        "schedule: prefetch_next prefetches the prepacked B that the tile loops read next: it "
+        "needs pack_b 'prepacked' and vector_axis 'n'");
   if (s.b_panel == BPanel::Tile && s.pack_b != PackB::Prepacked)
     user_error("schedule: b_panel 'tile' is a layout of prepacked B; it needs pack_b 'prepacked'");
   LoopOrder sorted = s.loop_order;

@@ -74,6 +74,9 @@ MicroKernelSchedule random_schedule(std::mt19937_64& rng, Isa isa_id, const te::
     // B prefetched ahead in a quarter of the outer-product draws.
     if (s.vector_axis == Axis::N && uniform(rng, 0, 3) == 0)
       s.prefetch_b = std::vector<int64_t>{16, 32, 64}[uniform(rng, 0, 2)];
+    // The next tile's (block's) B prefetched in a third of the prepacked outer-product draws.
+    if (s.vector_axis == Axis::N && s.pack_b == PackB::Prepacked && uniform(rng, 0, 2) == 0)
+      s.prefetch_next = true;
     try {
       bind(s, op, c);
       return s;

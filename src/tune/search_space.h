@@ -47,8 +47,11 @@ class SearchSpace {
   // parallel over M when M gives every core a task, else over N), the BLIS loop order; for a
   // constant B and at most kStreamingRows rows (B streams from memory), each walking four ranges of
   // k at once (k_streams), the tallest also with one; with cold weights and at most kPrefetchRows
-  // rows every outer-product seed prefetches B (kSeedPrefetch); for K from kDeepK on the first
-  // height also with k blocks of about kDeepK and A read in place, first; where A and B both run
+  // rows every outer-product seed prefetches B (kSeedPrefetch), and past kStreamingRows rows
+  // every seed with m the inner tile loop prefetches the next tile's B (prefetch_next); for K
+  // from kDeepK on the first height also with k blocks of about kDeepK and A read in place,
+  // first (with cold weights past kStreamingRows rows, second, behind the same tile with m
+  // the inner tile loop); where A and B both run
   // along k and N is at most kDotSeedColumns, a tile of dot products. A B that changes per call
   // with rows along n (S V) is read in place, and A with it; a seed in place of at most
   // kFewTilesPerHead multiply-adds per head comes first with the heads innermost, then as usual.

@@ -142,6 +142,35 @@ TEST(Assembly, PrefetchedBHasOnePrefetchPerLineOfItsRow) {
   EXPECT_NE(ahead.find(std::to_string(2048 + 2 * 49152) + "("), std::string::npos);
 }
 
+// prefetch_next: one prefetch into L2 (prefetcht1) per k-step of the main loop, none
+// without it, and the tile still in registers.
+TEST(Assembly, PrefetchedNextTileHasOneL2PrefetchPerKStep) {
+  te::Operator op = ops::dense(1, 128, 2304, 768);
+  schedule::MicroKernelSchedule s;
+  s.isa = schedule::Isa::Avx512;
+  s.mr = 7;
+  s.nr = 48;
+  s.kc = 768;
+  s.mc = 133;
+  s.nc = 144;
+  s.unroll_k = 4;
+  s.parallel = schedule::ParallelAxis::None;
+  s.inner_tile_loop = schedule::Axis::M;
+  s.pack_a = schedule::PackA::Direct;
+  s.pack_b = schedule::PackB::Prepacked;
+  auto assembly = [&](const schedule::MicroKernelSchedule& x) {
+    return codegen::assembly_text(lower::lower(schedule::bind(x, op)),
+                                  codegen::target_for_isa(x.isa));
+  };
+  std::string plain = assembly(s);
+  s.prefetch_next = true;
+  std::string next = assembly(s);
+  EXPECT_EQ(occurrences(plain, "prefetcht1"), 0);
+  EXPECT_GE(occurrences(next, "prefetcht1"), 4);
+  EXPECT_EQ(occurrences(next, "prefetcht0"), 0);
+  EXPECT_EQ(stack_vector_lines(next, "zmm"), 0) << "registers spilled";
+}
+
 // B read in place (attention's S V: B changes every call) has a second k-loop for edge
 // column blocks whose lane masks take registers; the full tile's loop must not pay for
 // them. 3 x 32 takes all 16 registers (12 accumulators, 3 broadcasts, 1 B vector).

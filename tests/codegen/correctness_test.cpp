@@ -189,6 +189,46 @@ TEST(GeneratedCode, PrefetchedBMatchesReference) {
   EXPECT_EQ(checked, 3 * 4 * 3 * 2);
 }
 
+// prefetch_next adds prefetches only (of the next tile's B with m the inner tile loop, of
+// the next block's with n inner; past B's end at the last ones): the results match for
+// both panel layouts, N just off a multiple of the tile and of the block, k blocks shorter
+// than K and all of it, M from one row to rows of many tiles.
+TEST(GeneratedCode, PrefetchedNextTileMatchesReference) {
+  const schedule::Isa isa = codegen::host_target().isa;
+  const int64_t w = schedule::vector_isa(isa).width;
+  std::mt19937_64 rng(17);
+  int checked = 0;
+  const int64_t n = 7 * w + 3, k = 41;
+  te::Operator op = ops::dense(1, 200, n, k, ops::Epilogue::Bias);
+  std::vector<reference::CheckCase> cases;
+  for (int64_t m : {1, 2, 5, 13, 64, 131, 200})
+    cases.push_back(reference::make_check_case(op, {m}, rng));
+  for (schedule::Axis inner : {schedule::Axis::M, schedule::Axis::N})
+    for (schedule::BPanel panel : {schedule::BPanel::Vector, schedule::BPanel::Tile})
+      for (int64_t kc : {int64_t{16}, k}) {
+        schedule::MicroKernelSchedule s;
+        s.isa = isa;
+        s.mr = 5;
+        s.nr = 2 * w;
+        s.kc = kc;
+        s.mc = 15;
+        s.nc = 3 * s.nr;
+        s.unroll_k = 2;
+        s.inner_tile_loop = inner;
+        s.pack_a = schedule::PackA::Direct;
+        s.pack_b = schedule::PackB::Prepacked;
+        s.b_panel = panel;
+        s.prefetch_next = true;
+        runtime::Kernel kernel = runtime::Kernel::compile(op, s);
+        for (const reference::CheckCase& c : cases) {
+          ASSERT_LE(reference::run_check_case(kernel, c), kTolerance)
+              << "M=" << c.shape[0] << " schedule=" << schedule::to_json_text(s);
+          ++checked;
+        }
+      }
+  EXPECT_EQ(checked, 2 * 2 * 2 * 7);
+}
+
 // B prepacked in tile-wide panels ([N / NR][K][NR], zero-padded): N just off a multiple of
 // the tile (the last panel part padding) and smaller than one tile, n blocks of one and of
 // several tiles, k blocks shorter than K and all of it, with k streams and prefetch; every

@@ -275,20 +275,35 @@ TEST(Seeds, TileHeightsWhoseWidestTileUsesTheMultiplyAddRateComeFirst) {
       SearchSpace cold(op, isa, 1, range(1, 128), SpaceKind::ShapeGeneric, /*cold_weights=*/true);
       std::vector<schedule::MicroKernelSchedule> cold_seeds = cold.seeds_for(cold.extents()[m - 1]);
       ASSERT_GE(cold_seeds.size(), 2u);
-      // With cold weights every seed of a short product also prefetches B.
+      // With cold weights every seed of a short product also prefetches B. Past the
+      // streaming rows the deep seed comes second, behind the same tile with m the inner
+      // tile loop and the next tile's B prefetched (prefetch_next).
       schedule::MicroKernelSchedule cold_deep = *deep;
       if (m <= SearchSpace::kPrefetchRows) cold_deep.prefetch_b = SearchSpace::kSeedPrefetch;
-      EXPECT_EQ(cold_seeds[0], cold_deep) << "M=" << m;
       if (m <= SearchSpace::kStreamingRows) {
+        EXPECT_EQ(cold_seeds[0], cold_deep) << "M=" << m;
         EXPECT_EQ(cold_seeds[1].k_streams, 4) << "M=" << m;
+      } else {
+        schedule::MicroKernelSchedule m_inner = cold_deep;
+        m_inner.inner_tile_loop = schedule::Axis::M;
+        m_inner.prefetch_next = true;
+        EXPECT_EQ(cold_seeds[0], m_inner) << "M=" << m;
+        EXPECT_EQ(cold_seeds[1], cold_deep) << "M=" << m;
       }
-      // With cold weights every seed of a short product also prefetches B; no seed takes
-      // tile panels (schedule::BPanel: no faster inside a model, a packed copy per width).
+      // With cold weights every seed of a short product also prefetches B, and past the
+      // streaming rows every seed with m the inner tile loop the next tile's B; no seed
+      // takes tile panels (schedule::BPanel: no faster inside a model, a packed copy per
+      // width).
       for (const schedule::MicroKernelSchedule& s : cold_seeds) {
         EXPECT_EQ(s.prefetch_b, m <= SearchSpace::kPrefetchRows ? SearchSpace::kSeedPrefetch : 0)
             << "M=" << m << ": " << schedule::to_json_text(s);
+        EXPECT_EQ(s.prefetch_next,
+                  m > SearchSpace::kStreamingRows && s.inner_tile_loop == schedule::Axis::M)
+            << "M=" << m << ": " << schedule::to_json_text(s);
         EXPECT_EQ(s.b_panel, schedule::BPanel::Vector) << "M=" << m;
       }
+      for (const schedule::MicroKernelSchedule& s : seeds)
+        EXPECT_FALSE(s.prefetch_next) << "M=" << m << " (weights in cache)";
       for (const schedule::MicroKernelSchedule& s : seeds)
         EXPECT_EQ(s.prefetch_b, 0) << "M=" << m << " (weights in cache)";
     }

@@ -194,6 +194,32 @@ TEST(Schedule, PrefetchBIsOptionalInJsonAndOneOfFewDistances) {
   EXPECT_USER_ERROR(schedule::schedule_from_json(j), "field 'prefetch_b'");
 }
 
+TEST(Schedule, PrefetchNextIsOptionalInJsonAndNeedsPrepackedOuterProducts) {
+  // Off by default and not written: older records and modules read back unchanged, with
+  // the same digests; on, a digest of its own, with either tile loop inner.
+  MicroKernelSchedule a = good();
+  a.pack_b = schedule::PackB::Prepacked;
+  EXPECT_FALSE(schedule::to_json(a).contains("prefetch_next"));
+  for (schedule::Axis inner : {schedule::Axis::M, schedule::Axis::N}) {
+    MicroKernelSchedule s = a;
+    s.inner_tile_loop = inner;
+    s.prefetch_next = true;
+    EXPECT_NO_THROW(schedule::validate(s));
+    EXPECT_EQ(schedule::to_json(s).at("prefetch_next"), true);
+    EXPECT_EQ(schedule::schedule_from_json_text(schedule::to_json_text(s)), s);
+    EXPECT_NE(s.digest(), a.digest());
+  }
+  MicroKernelSchedule s = a;
+  s.prefetch_next = true;
+  s.pack_b = schedule::PackB::PerBlock;
+  EXPECT_USER_ERROR(schedule::validate(s), "prefetch_next prefetches the prepacked B");
+  s.pack_b = schedule::PackB::Direct;
+  EXPECT_USER_ERROR(schedule::validate(s), "needs pack_b 'prepacked' and vector_axis 'n'");
+  nlohmann::json j = schedule::to_json(a);
+  j["prefetch_next"] = 1;
+  EXPECT_USER_ERROR(schedule::schedule_from_json(j), "field 'prefetch_next' is 1, expected true");
+}
+
 TEST(Schedule, BPanelIsOptionalInJsonAndNeedsPrepackedB) {
   // Vector panels are the default and are not written: older records and modules read back
   // unchanged, with the same digests; tile panels are a layout (and a digest) of their own.

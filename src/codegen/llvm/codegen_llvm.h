@@ -88,6 +88,7 @@ struct MicroKernelOperands {
   llvm::Value *b_base, *b_row_stride, *b_k_stride;
   llvm::Value* b_vector_stride;  // between the W-wide vectors of B's row (MicroKernelNode)
   llvm::Value *c_base, *ldc, *first, *last;
+  llvm::Value* prefetch_next_offset;  // null: none (MicroKernelNode::prefetch_next_offset)
 };
 MicroKernelOperands emit_micro_kernel_operands(FunctionEmitter& fe, const ir::MicroKernelNode& mk);
 

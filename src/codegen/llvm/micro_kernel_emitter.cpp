@@ -52,6 +52,8 @@ MicroKernelOperands emit_micro_kernel_operands(FunctionEmitter& fe, const MicroK
   o.ldc = fe.emit(mk.c_row_stride);
   o.first = fe.emit(mk.first_k_block);
   o.last = fe.emit(mk.last_k_block);
+  o.prefetch_next_offset =
+      mk.prefetch_next_offset.defined() ? fe.emit(mk.prefetch_next_offset) : nullptr;
   return o;
 }
 
@@ -206,9 +208,10 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
   // many steps ahead into L1 (one per 64-byte line of a contiguous row, one per vector of a
   // row in vector-wide panels); a prefetch past the end of B is a hint that never faults.
   llvm::Function* prefetch =
-      mk.prefetch_b > 0 ? llvm::Intrinsic::getDeclaration(
-                              fn->getParent(), llvm::Intrinsic::prefetch, {b_base->getType()})
-                        : nullptr;
+      mk.prefetch_b > 0 || ops.prefetch_next_offset
+          ? llvm::Intrinsic::getDeclaration(fn->getParent(), llvm::Intrinsic::prefetch,
+                                            {b_base->getType()})
+          : nullptr;
   const int64_t floats_per_line = 16;
   const bool b_paneled = mk.b_vector_stride.defined();
   // B in vector-wide panels: an edge column block reads its vectors past n_valid from the
@@ -251,7 +254,11 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
   // `b_k`: B's row index when it differs from k's value as the scheduler sees it.
   auto k_step = [&](llvm::Value* k, Tile& acc, llvm::Value* b_k = nullptr) {
     llvm::Value* b_row = gep(b_base, b.CreateMul(b_k ? b_k : k, b_k_stride));
-    if (prefetch && b_masks.empty()) {
+    // The next column tile's line at this k-step, into L2 (locality 2: prefetcht1).
+    if (ops.prefetch_next_offset && b_masks.empty())
+      b.CreateCall(prefetch, {gep(b_row, ops.prefetch_next_offset), b.getInt32(0), b.getInt32(2),
+                              b.getInt32(1)});
+    if (mk.prefetch_b > 0 && b_masks.empty()) {
       llvm::Value* ahead = gep(b_row, b.CreateMul(imm(mk.prefetch_b), b_k_stride));
       if (b_paneled)
         for (int64_t v = 0; v < V; ++v)
