@@ -356,7 +356,8 @@ std::string kernels_section(const OperatorResult& op, const std::vector<ShapeRow
                        : s.pack_b == schedule::PackB::Direct  ? "direct"
                                                               : "per block") +
                (s.b_panel == schedule::BPanel::Tile ? ", tile panels" : "") +
-               (s.prefetch_b > 0 ? fmt::format(", prefetched {} ahead", s.prefetch_b) : "")});
+               (s.prefetch_b > 0 ? fmt::format(", prefetched {} ahead", s.prefetch_b) : "") +
+               (s.prefetch_next ? ", next B prefetched" : "")});
     } else {
       row.push_back(schedule::describe(kernels[k]));
     }

@@ -44,12 +44,15 @@ namespace {
 struct Describe {
   std::string operator()(const MicroKernelSchedule& s) const {
     return fmt::format(
-        "{}x{} tile{}, kc={} mc={} nc={}, order {}{}, parallel {}, A {}, B {}{}{}", s.mr, s.nr,
+        "{}x{} tile{}, kc={} mc={} nc={}, order {}{}, parallel {}, A {}, B {}{}{}{}", s.mr, s.nr,
         s.vector_axis == Axis::K ? " of dot products" : "", s.kc, s.mc, s.nc,
         to_string(s.loop_order), s.batch_inner ? " (batch innermost)" : "", to_string(s.parallel),
         to_string(s.pack_a), to_string(s.pack_b),
         s.b_panel == schedule::BPanel::Tile ? " in tile panels" : "",
-        s.prefetch_b > 0 ? fmt::format(" (prefetched {} k ahead)", s.prefetch_b) : "");
+        s.prefetch_b > 0 ? fmt::format(" (prefetched {} k ahead)", s.prefetch_b) : "",
+        s.prefetch_next ? fmt::format(" (next {}'s B prefetched)",
+                                      s.inner_tile_loop == Axis::M ? "tile" : "block")
+                        : "");
   }
   std::string operator()(const RowSchedule& s) const {
     return fmt::format("{} rows per task, unroll {}, {}, {} reduction passes", s.rows_per_task,
