@@ -146,18 +146,17 @@ TEST(Assembly, PrefetchedBHasOnePrefetchPerLineOfItsRow) {
 // without it, and the tile still in registers.
 TEST(Assembly, PrefetchedNextTileHasOneL2PrefetchPerKStep) {
   te::Operator op = ops::dense(1, 128, 2304, 768);
-  schedule::MicroKernelSchedule s;
-  s.isa = schedule::Isa::Avx512;
-  s.mr = 7;
-  s.nr = 48;
-  s.kc = 768;
-  s.mc = 133;
-  s.nc = 144;
-  s.unroll_k = 4;
-  s.parallel = schedule::ParallelAxis::None;
-  s.inner_tile_loop = schedule::Axis::M;
-  s.pack_a = schedule::PackA::Direct;
-  s.pack_b = schedule::PackB::Prepacked;
+  schedule::MicroKernelSchedule s{.isa = schedule::Isa::Avx512,
+                                  .mr = 7,
+                                  .nr = 48,
+                                  .kc = 768,
+                                  .mc = 133,
+                                  .nc = 144,
+                                  .parallel = schedule::ParallelAxis::None,
+                                  .inner_tile_loop = schedule::Axis::M,
+                                  .unroll_k = 4,
+                                  .pack_a = schedule::PackA::Direct,
+                                  .pack_b = schedule::PackB::Prepacked};
   auto assembly = [&](const schedule::MicroKernelSchedule& x) {
     return codegen::assembly_text(lower::lower(schedule::bind(x, op)),
                                   codegen::target_for_isa(x.isa));
