@@ -187,8 +187,8 @@ struct MicroKernelNode : StmtNode {
   std::vector<EpilogueOperand> epilogue_inputs;
   bool b_in_place = false;
   Expr b_vector_stride;  // undefined: B's rows are contiguous
-  // Floats from B's row at a k-step to the line each k-step prefetches into L2 (the next
-  // column tile's B; see schedule::MicroKernelSchedule::prefetch_next); undefined: none.
+  // Floats from B's row at a k-step to the line each k-step prefetches into L2 (of the B the
+  // tile loops read next; see schedule::MicroKernelSchedule::prefetch_next); undefined: none.
   Expr prefetch_next_offset;
   // Vectors along k instead of n: MR x NR dot products of A's rows and B's columns, both
   // read in place with unit stride along k (b.row_stride: between B's columns); nr is any

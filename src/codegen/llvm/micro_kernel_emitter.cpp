@@ -254,7 +254,7 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
   // `b_k`: B's row index when it differs from k's value as the scheduler sees it.
   auto k_step = [&](llvm::Value* k, Tile& acc, llvm::Value* b_k = nullptr) {
     llvm::Value* b_row = gep(b_base, b.CreateMul(b_k ? b_k : k, b_k_stride));
-    // The next column tile's line at this k-step, into L2 (locality 2: prefetcht1).
+    // This k-step's line of the B the tile loops read next, into L2 (locality 2: prefetcht1).
     if (ops.prefetch_next_offset && b_masks.empty())
       b.CreateCall(prefetch, {gep(b_row, ops.prefetch_next_offset), b.getInt32(0), b.getInt32(2),
                               b.getInt32(1)});
