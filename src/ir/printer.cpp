@@ -183,8 +183,8 @@ void print(const Stmt& s, int indent, std::string& out) {
       out += fmt::format("{}  A: {}\n{}  B: {}{}\n", pad, operand_text(n->a), pad,
                          operand_text(n->b), b_note);
       if (n->prefetch_next_offset.defined())
-        out += fmt::format("{}  prefetch into L2 each k-step: B's row + {}\n", pad,
-                           to_string(n->prefetch_next_offset));
+        out += fmt::format("{}  prefetch into L2 each k-step: {} vector(s) of B's row + {}\n", pad,
+                           n->prefetch_next_lines, to_string(n->prefetch_next_offset));
       out += fmt::format("{}  C: {}[{} + r*{} + c], first k-block: {}, last k-block: {}\n", pad,
                          n->c.name(), to_string(n->c_offset), to_string(n->c_row_stride),
                          to_string(n->first_k_block), to_string(n->last_k_block));

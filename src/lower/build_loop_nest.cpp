@@ -146,24 +146,36 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
     if (!tile) mk.b_vector_stride = c.k_extent * w;
     // The B that the tile loops read next: the next column tile when m is the inner tile
     // loop (its calls reuse one tile's B), the next block of nc columns when n is (every
-    // row tile walks the whole block). The calls share it out: call number `part` (its row
-    // tile, counted across the block's column tiles when n is inner) prefetches vector
-    // `part` of each k-row, modulo the vectors of a k-row of what it prefetches. In both
-    // layouts the next block starts nc * K floats past the block, the next tile NR * K past
-    // the tile.
+    // row tile walks the whole block). In both layouts the next block starts nc * K floats
+    // past the block, the next tile NR * K past the tile.
+    //  - m inner: the calls of a column tile (its row tiles, ceil(m.len / MR) of them) share
+    //    out the next tile's V = NR / W vectors of each k-row: call `m_tile` prefetches V
+    //    lines per k-step from vector m_tile * per on, per = ceil(V / calls), so that the
+    //    calls together cover the next tile however few they are (lines past it are the
+    //    tile after, needed soon). Calls past the share prefetch the k-step's own lines
+    //    (in L1 already). The lines of one call sit at one offset plus constants, a single
+    //    register: with an offset each, an 8 x 48 tile spilled its accumulators.
+    //  - n inner: call number `part` (its row tile counted across the block's column
+    //    tiles) prefetches vector `part` of each k-row of the next block, modulo its vectors.
     if (s.prefetch_next) {
       const int64_t W = mk.vector_width;
-      const bool m_inner = s.inner_tile_loop == schedule::Axis::M;
-      const int64_t ahead = m_inner ? s.nr : s.nc;  // columns from this block or tile on
-      Expr part = m_inner ? Expr(Var(m_tile)) : Expr(Var(m_tile)) * (s.nc / s.nr) + Var(n_tile);
-      part = part % Expr(ahead / W);
-      // Floats from this tile's first column to the first column prefetched.
-      Expr start = m_inner ? Expr(s.nr) : Expr(s.nc) - Expr(Var(n_tile)) * s.nr;
-      if (tile) {
-        Expr panel = part / Expr(s.nr / W), vector = part % Expr(s.nr / W);
-        mk.prefetch_next_offset = (start + panel * s.nr) * c.k_extent + vector * W;
+      if (s.inner_tile_loop == schedule::Axis::M) {
+        const int64_t V = s.nr / W;
+        Expr per = ceil_div(Expr(V), ceil_div(Var(m.len), Expr(s.mr)));
+        Expr vector = Expr(Var(m_tile)) * per;
+        Expr next =
+            tile ? Expr(s.nr) * c.k_extent + vector * W : (Expr(s.nr) + vector * W) * c.k_extent;
+        mk.prefetch_next_offset = select(vector < Expr(V), next, Expr(0));
+        mk.prefetch_next_lines = V;
       } else {
-        mk.prefetch_next_offset = (start + part * W) * c.k_extent;
+        Expr part = (Expr(Var(m_tile)) * (s.nc / s.nr) + Var(n_tile)) % Expr(s.nc / W);
+        Expr start = Expr(s.nc) - Expr(Var(n_tile)) * s.nr;  // floats to the next block
+        if (tile) {
+          Expr panel = part / Expr(s.nr / W), vector = part % Expr(s.nr / W);
+          mk.prefetch_next_offset = (start + panel * s.nr) * c.k_extent + vector * W;
+        } else {
+          mk.prefetch_next_offset = (start + part * W) * c.k_extent;
+        }
       }
     }
     nest.prepack =

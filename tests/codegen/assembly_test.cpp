@@ -142,9 +142,10 @@ TEST(Assembly, PrefetchedBHasOnePrefetchPerLineOfItsRow) {
   EXPECT_NE(ahead.find(std::to_string(2048 + 2 * 49152) + "("), std::string::npos);
 }
 
-// prefetch_next: one prefetch into L2 (prefetcht1) per k-step of the main loop, none
-// without it, and the tile still in registers.
-TEST(Assembly, PrefetchedNextTileHasOneL2PrefetchPerKStep) {
+// prefetch_next with m inner: a prefetch into L2 (prefetcht1) per vector of the tile's row
+// in each k-step of the main loop, none without it, and the tile still in registers (7 x 48;
+// 8 x 48, 28 of the 32 registers, spilled when each line had an address register of its own).
+TEST(Assembly, PrefetchedNextTileHasAnL2PrefetchPerVectorOfEachKStep) {
   te::Operator op = ops::dense(1, 128, 2304, 768);
   schedule::MicroKernelSchedule s{.isa = schedule::Isa::Avx512,
                                   .mr = 7,
@@ -165,9 +166,14 @@ TEST(Assembly, PrefetchedNextTileHasOneL2PrefetchPerKStep) {
   s.prefetch_next = true;
   std::string next = assembly(s);
   EXPECT_EQ(occurrences(plain, "prefetcht1"), 0);
-  EXPECT_GE(occurrences(next, "prefetcht1"), 4);
+  EXPECT_GE(occurrences(next, "prefetcht1"), 3 * 4);  // 3 vectors, 4 k-steps unrolled
   EXPECT_EQ(occurrences(next, "prefetcht0"), 0);
   EXPECT_EQ(stack_vector_lines(next, "zmm"), 0) << "registers spilled";
+  s.mr = 8;
+  s.mc = 128;
+  std::string tall = assembly(s);
+  EXPECT_GE(occurrences(tall, "prefetcht1"), 3 * 4);
+  EXPECT_EQ(stack_vector_lines(tall, "zmm"), 0) << "8 x 48: registers spilled";
 }
 
 // B read in place (attention's S V: B changes every call) has a second k-loop for edge

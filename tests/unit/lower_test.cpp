@@ -1,7 +1,10 @@
 // Unit tests of lowering: the passes produce the structure the schedule asks for.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "conv1d_op.h"
+#include "ir/evaluate.h"
 #include "ir/printer.h"
 #include "ir/visit.h"
 #include "lower/insert_packing.h"
@@ -188,4 +191,77 @@ TEST(Lower, ArbitraryContractionLowersWithoutChanges) {
   EXPECT_NO_THROW(lower::lower(schedule::bind(s, op)));
   s.pack_a = schedule::PackA::Direct;
   EXPECT_USER_ERROR(lower::lower(schedule::bind(s, op)), "not affine");
+}
+
+TEST(Lower, PrefetchNextSharesTheNextTileOutOverTheCallsOfATile) {
+  // prefetch_next with m the inner tile loop: the row tiles of a column tile (the calls that
+  // reuse its B) together prefetch every vector of the next tile's k-rows, for every length
+  // of the M block, however few the calls; n inner: one line per k-step. Both panel layouts.
+  const int64_t K = 64, N = 256, W = 16;
+  for (schedule::BPanel panel : {schedule::BPanel::Vector, schedule::BPanel::Tile}) {
+    schedule::MicroKernelSchedule s;
+    s.isa = schedule::Isa::Avx512;
+    s.mr = 5;
+    s.nr = 64;
+    s.kc = K;
+    s.mc = 130;
+    s.nc = 128;
+    s.parallel = schedule::ParallelAxis::None;
+    s.inner_tile_loop = schedule::Axis::M;
+    s.pack_a = schedule::PackA::Direct;
+    s.pack_b = schedule::PackB::Prepacked;
+    s.b_panel = panel;
+    s.prefetch_next = true;
+    const int64_t V = s.nr / W;
+    auto micro_kernel = [&](const schedule::MicroKernelSchedule& x) {
+      const ir::MicroKernelNode* mk = nullptr;
+      lower::LoweredKernel k = lower::lower(schedule::bind(x, ops::dense(1, 128, N, K)));
+      ir::visit_stmts(k.compute.body, [&](const ir::Stmt& st) {
+        if (const auto* m = st.as<ir::MicroKernelNode>()) mk = m;
+      });
+      return std::make_pair(std::move(k), mk);
+    };
+    auto [kernel, mk] = micro_kernel(s);
+    ASSERT_NE(mk, nullptr);
+    ASSERT_TRUE(mk->prefetch_next_offset.defined());
+    EXPECT_EQ(mk->prefetch_next_lines, V);
+    // The variables the offset reads: the M block's length and the row tile.
+    const ir::VarNode *m_len = nullptr, *m_tile = nullptr;
+    ir::visit_exprs(mk->prefetch_next_offset, [&](const ir::Expr& e) {
+      if (const auto* v = e.as<ir::VarNode>()) {
+        if (v->name == "m_len")
+          m_len = v;
+        else if (v->name == "m_tile")
+          m_tile = v;
+        else
+          ADD_FAILURE() << "the offset reads " << v->name;
+      }
+    });
+    ASSERT_NE(m_len, nullptr);
+    ASSERT_NE(m_tile, nullptr);
+    // Line v of a call at `offset` floats from the tile's B: vector v of the row there.
+    const int64_t vector_stride = panel == schedule::BPanel::Tile ? W : K * W;
+    for (int64_t rows = 1; rows <= 40; ++rows) {
+      const int64_t calls = (rows + s.mr - 1) / s.mr;
+      std::set<int64_t> covered;  // vectors of the next tile's k-row 0
+      for (int64_t t = 0; t < calls; ++t) {
+        const int64_t at = ir::evaluate_int(mk->prefetch_next_offset, {{m_len, rows}, {m_tile, t}});
+        if (at == 0) continue;  // past the share: the k-step's own lines
+        for (int64_t v = 0; v < mk->prefetch_next_lines; ++v) {
+          const int64_t line = at + v * vector_stride;
+          const int64_t vector =
+              panel == schedule::BPanel::Tile ? (line - s.nr * K) / W : (line / K - s.nr) / W;
+          EXPECT_EQ(panel == schedule::BPanel::Tile ? (line - s.nr * K) % W : line % K, 0);
+          EXPECT_GE(vector, 0) << "rows " << rows << " call " << t;
+          covered.insert(vector);
+        }
+      }
+      for (int64_t v = 0; v < V; ++v)
+        EXPECT_TRUE(covered.count(v)) << "rows " << rows << ": vector " << v << " not prefetched";
+    }
+    s.inner_tile_loop = schedule::Axis::N;
+    auto [n_kernel, n_mk] = micro_kernel(s);
+    ASSERT_NE(n_mk, nullptr);
+    EXPECT_EQ(n_mk->prefetch_next_lines, 1);
+  }
 }

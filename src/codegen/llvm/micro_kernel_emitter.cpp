@@ -254,10 +254,13 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
   // `b_k`: B's row index when it differs from k's value as the scheduler sees it.
   auto k_step = [&](llvm::Value* k, Tile& acc, llvm::Value* b_k = nullptr) {
     llvm::Value* b_row = gep(b_base, b.CreateMul(b_k ? b_k : k, b_k_stride));
-    // This k-step's line of the B the tile loops read next, into L2 (locality 2: prefetcht1).
-    if (ops.prefetch_next_offset && b_masks.empty())
-      b.CreateCall(prefetch, {gep(b_row, ops.prefetch_next_offset), b.getInt32(0), b.getInt32(2),
-                              b.getInt32(1)});
+    // This k-step's lines of the B the tile loops read next, into L2 (locality 2:
+    // prefetcht1): one address, the others at constant distances from it.
+    if (ops.prefetch_next_offset && b_masks.empty()) {
+      llvm::Value* next = gep(b_row, ops.prefetch_next_offset);
+      for (int64_t v = 0; v < mk.prefetch_next_lines; ++v)
+        b.CreateCall(prefetch, {b_vector(next, v), b.getInt32(0), b.getInt32(2), b.getInt32(1)});
+    }
     if (mk.prefetch_b > 0 && b_masks.empty()) {
       llvm::Value* ahead = gep(b_row, b.CreateMul(imm(mk.prefetch_b), b_k_stride));
       if (b_paneled)
