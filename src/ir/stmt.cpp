@@ -173,6 +173,7 @@ Stmt map_stmt(const Stmt& s, const std::function<Stmt(const Stmt&)>& f,
       n.b = map_operand(n.b, g);
       if (n.b_vector_stride.defined()) n.b_vector_stride = g(n.b_vector_stride);
       if (n.prefetch_next_offset.defined()) n.prefetch_next_offset = g(n.prefetch_next_offset);
+      if (n.prefetch_next_spread.defined()) n.prefetch_next_spread = g(n.prefetch_next_spread);
       n.k_extent = g(n.k_extent);
       n.c_offset = g(n.c_offset);
       n.c_row_stride = g(n.c_row_stride);

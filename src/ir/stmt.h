@@ -191,8 +191,10 @@ struct MicroKernelNode : StmtNode {
   // tile loops read next; see schedule::MicroKernelSchedule::prefetch_next); undefined: none.
   Expr prefetch_next_offset;
   // How many lines each k-step prefetches from there: vectors 0 .. lines - 1 of the row
-  // at that offset (b_vector_stride apart in vector panels, W floats in contiguous rows).
+  // at that offset (b_vector_stride apart in vector panels, W floats in contiguous rows);
+  // only the first where prefetch_next_spread (a boolean) is false.
   int64_t prefetch_next_lines = 1;
+  Expr prefetch_next_spread;
   // Vectors along k instead of n: MR x NR dot products of A's rows and B's columns, both
   // read in place with unit stride along k (b.row_stride: between B's columns); nr is any
   // count of columns. See schedule::MicroKernelSchedule::vector_axis.

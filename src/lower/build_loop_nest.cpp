@@ -154,7 +154,9 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
     //    calls together cover the next tile however few they are (lines past it are the
     //    tile after, needed soon). Calls past the share prefetch the k-step's own lines
     //    (in L1 already). The lines of one call sit at one offset plus constants, a single
-    //    register: with an offset each, an 8 x 48 tile spilled its accumulators.
+    //    register: with an offset each, an 8 x 48 tile spilled its accumulators. Only calls
+    //    whose share is more than one vector (fewer calls than vectors) issue all V lines;
+    //    the others one (prefetch_next_spread).
     //  - n inner: call number `part` (its row tile counted across the block's column
     //    tiles) prefetches vector `part` of each k-row of the next block, modulo its vectors.
     if (s.prefetch_next) {
@@ -167,6 +169,7 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
             tile ? Expr(s.nr) * c.k_extent + vector * W : (Expr(s.nr) + vector * W) * c.k_extent;
         mk.prefetch_next_offset = select(vector < Expr(V), next, Expr(0));
         mk.prefetch_next_lines = V;
+        mk.prefetch_next_spread = Expr(1) < per;
       } else {
         Expr part = (Expr(Var(m_tile)) * (s.nc / s.nr) + Var(n_tile)) % Expr(s.nc / W);
         Expr start = Expr(s.nc) - Expr(Var(n_tile)) * s.nr;  // floats to the next block

@@ -94,10 +94,11 @@ struct MicroKernelSchedule {
   // tile when m is the inner tile loop, the next block of nc columns when n is. A tile's
   // (a block's) B is reused from cache by every row tile after the first, so without it
   // the first call on the next tile (block) waits on memory for all of its B while the
-  // core has nothing else to do. With it, each k-step of every call also prefetches one line
-  // of that B into L2, the calls sharing it out: the weights' DRAM traffic overlaps the
-  // multiply-adds of the calls before (ffn2 of a 12-layer BERT at T = 64: 19.9-20.8 ms
-  // without, 18.3-18.6 with).
+  // core has nothing else to do. With it, each k-step of every call also prefetches lines
+  // of that B into L2, the calls sharing it out (m inner: the row tiles of a column tile
+  // split the next tile's vectors, however few they are; n inner: one line per k-step):
+  // the weights' DRAM traffic overlaps the multiply-adds of the calls before (ffn2 of a
+  // 12-layer BERT at T = 64: 19.9-20.8 ms without, 18.3-18.6 with).
   bool prefetch_next = false;
   PackA pack_a = PackA::Packed;
   PackB pack_b = PackB::PerBlock;

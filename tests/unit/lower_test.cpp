@@ -196,7 +196,8 @@ TEST(Lower, ArbitraryContractionLowersWithoutChanges) {
 TEST(Lower, PrefetchNextSharesTheNextTileOutOverTheCallsOfATile) {
   // prefetch_next with m the inner tile loop: the row tiles of a column tile (the calls that
   // reuse its B) together prefetch every vector of the next tile's k-rows, for every length
-  // of the M block, however few the calls; n inner: one line per k-step. Both panel layouts.
+  // of the M block, however few the calls (all NR / W lines per k-step only where the calls
+  // are fewer than the vectors); n inner: one line per k-step. Both panel layouts.
   const int64_t K = 64, N = 256, W = 16;
   for (schedule::BPanel panel : {schedule::BPanel::Vector, schedule::BPanel::Tile}) {
     schedule::MicroKernelSchedule s;
@@ -224,10 +225,11 @@ TEST(Lower, PrefetchNextSharesTheNextTileOutOverTheCallsOfATile) {
     auto [kernel, mk] = micro_kernel(s);
     ASSERT_NE(mk, nullptr);
     ASSERT_TRUE(mk->prefetch_next_offset.defined());
+    ASSERT_TRUE(mk->prefetch_next_spread.defined());
     EXPECT_EQ(mk->prefetch_next_lines, V);
     // The variables the offset reads: the M block's length and the row tile.
     const ir::VarNode *m_len = nullptr, *m_tile = nullptr;
-    ir::visit_exprs(mk->prefetch_next_offset, [&](const ir::Expr& e) {
+    auto find_vars = [&](const ir::Expr& e) {
       if (const auto* v = e.as<ir::VarNode>()) {
         if (v->name == "m_len")
           m_len = v;
@@ -236,7 +238,9 @@ TEST(Lower, PrefetchNextSharesTheNextTileOutOverTheCallsOfATile) {
         else
           ADD_FAILURE() << "the offset reads " << v->name;
       }
-    });
+    };
+    ir::visit_exprs(mk->prefetch_next_offset, find_vars);
+    ir::visit_exprs(mk->prefetch_next_spread, find_vars);
     ASSERT_NE(m_len, nullptr);
     ASSERT_NE(m_tile, nullptr);
     // Line v of a call at `offset` floats from the tile's B: vector v of the row there.
@@ -245,9 +249,13 @@ TEST(Lower, PrefetchNextSharesTheNextTileOutOverTheCallsOfATile) {
       const int64_t calls = (rows + s.mr - 1) / s.mr;
       std::set<int64_t> covered;  // vectors of the next tile's k-row 0
       for (int64_t t = 0; t < calls; ++t) {
-        const int64_t at = ir::evaluate_int(mk->prefetch_next_offset, {{m_len, rows}, {m_tile, t}});
+        const ir::Bindings at_call{{m_len, rows}, {m_tile, t}};
+        const int64_t at = ir::evaluate_int(mk->prefetch_next_offset, at_call);
+        // All V lines only where the calls are fewer than the vectors.
+        const bool spread = ir::evaluate_int(mk->prefetch_next_spread, at_call) != 0;
+        EXPECT_EQ(spread, calls < V) << "rows " << rows;
         if (at == 0) continue;  // past the share: the k-step's own lines
-        for (int64_t v = 0; v < mk->prefetch_next_lines; ++v) {
+        for (int64_t v = 0; v < (spread ? mk->prefetch_next_lines : 1); ++v) {
           const int64_t line = at + v * vector_stride;
           const int64_t vector =
               panel == schedule::BPanel::Tile ? (line - s.nr * K) / W : (line / K - s.nr) / W;

@@ -89,6 +89,7 @@ struct MicroKernelOperands {
   llvm::Value* b_vector_stride;  // between the W-wide vectors of B's row (MicroKernelNode)
   llvm::Value *c_base, *ldc, *first, *last;
   llvm::Value* prefetch_next_offset;  // null: none (MicroKernelNode::prefetch_next_offset)
+  llvm::Value* prefetch_next_spread;  // null: the first line only (MicroKernelNode)
 };
 MicroKernelOperands emit_micro_kernel_operands(FunctionEmitter& fe, const ir::MicroKernelNode& mk);
 
