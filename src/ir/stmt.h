@@ -187,8 +187,9 @@ struct MicroKernelNode : StmtNode {
   std::vector<EpilogueOperand> epilogue_inputs;
   bool b_in_place = false;
   Expr b_vector_stride;  // undefined: B's rows are contiguous
-  // Floats from B's row at a k-step to the line each k-step prefetches into L2 (of the B the
-  // tile loops read next; see schedule::MicroKernelSchedule::prefetch_next); undefined: none.
+  // Floats from B's row at a k-step to the first line each k-step prefetches into L2 (of the
+  // B the tile loops read next; see schedule::MicroKernelSchedule::prefetch_next);
+  // undefined: none.
   Expr prefetch_next_offset;
   // How many lines each k-step prefetches from there: vectors 0 .. lines - 1 of the row
   // at that offset (b_vector_stride apart in vector panels, W floats in contiguous rows);

@@ -253,10 +253,10 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
                 llvm::FunctionType::get(b.getInt64Ty(), {b.getInt64Ty(), vt}, false), "", "=r,0,x",
                 /*hasSideEffects=*/false)
           : nullptr;
-  // `b_k`: B's row index when it differs from k's value as the scheduler sees it.
   // Lines of the next tile each k-step prefetches (the k-loops with a spread share: all of
   // prefetch_next_lines; else the first).
   int64_t prefetch_lines = 1;
+  // `b_k`: B's row index when it differs from k's value as the scheduler sees it.
   auto k_step = [&](llvm::Value* k, Tile& acc, llvm::Value* b_k = nullptr) {
     llvm::Value* b_row = gep(b_base, b.CreateMul(b_k ? b_k : k, b_k_stride));
     // This k-step's lines of the B the tile loops read next, into L2 (locality 2:
