@@ -182,6 +182,7 @@ void check_options(const EncoderBenchOptions& o) {
   for (int n : o.threads)
     if (n < 1) user_error("--threads {}: expected >= 1", n);
   if (o.repeat < 1) user_error("--repeat {}: expected >= 1", o.repeat);
+  if (o.rounds < 1) user_error("--rounds {}: expected >= 1", o.rounds);
   for (const std::string& e : o.engines)
     if (e != "libtorch" && e != "onnxruntime" && e != "none")
       user_error("--peers {}: the encoder's peers are libtorch and onnxruntime (or none)", e);
@@ -312,82 +313,157 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
           note(fmt::format("{}: skipped: {}", peer->name(), e.what()));
         }
       }
-      std::map<int64_t, runtime::AlignedVector<float>> ours;  // our output and roofline per T
+      // The inputs (one per length, the same for every engine) and each length's roofline.
+      std::map<int64_t, runtime::AlignedVector<float>> inputs, ours;  // ours: round 1's output
       std::map<int64_t, double> roofline_ms;
-      auto add = [&](int64_t t, const std::string& engine, EncoderMeasurement e, double diff) {
-        e.layers = layers;
-        e.threads = threads;
-        e.t = t;
-        e.engine = engine;
-        e.diff = diff;
-        e.roofline_ms = roofline_ms.at(t);
-        r.rows.push_back(e);
-      };
-      for (size_t ti = 0; ti < o.lengths.size(); ++ti) {
-        const int64_t t = o.lengths[ti];
+      for (int64_t t : o.lengths) {
         std::mt19937_64 rng{uint64_t(t)};
         std::normal_distribution<float> dist(0.0f, 1.0f);
         // Cache-line aligned, as a framework's tensors are (and as the model's own buffers).
-        runtime::AlignedVector<float> x(t * c.hidden), y(x.size()), peer_y(x.size());
+        runtime::AlignedVector<float>& x = inputs[t];
+        x.resize(t * c.hidden);
         for (float& e : x) e = dist(rng);
         write_floats(io / fmt::format("input-{}.bin", t), x);
         roofline_ms[t] = 1e3 * std::max(m.graph().flops(t) / (roof.peak_gflops * 1e9),
                                         weight_bytes / (level.gbps * 1e9));
-        settle();
-        add(t, "dietcode", time_calls(o.repeat, [&] { m.forward(x.data(), t, y.data()); }), 0);
-        ours[t] = y;
-        if (layers * t <= 24) {  // cheap enough: ours against the float64 encoder too
-          double err =
-              reference::relative_error(y.data(), model::bert_reference(file, c, x.data(), t));
-          note(fmt::format("{} layers, T = {}: dietcode vs float64 relative error {:.1e}", layers,
-                           t, err));
-        }
-        for (ModelPeer* peer : loaded) {
-          try {
-            EncoderMeasurement e =
-                time_calls(o.repeat, [&] { peer->forward(x.data(), t, peer_y.data()); });
-            add(t, peer->name(), e, relative_difference(peer_y, y));
-            // Its BLAS's workers busy-wait after a call (OpenBLAS's pthreads: 2^28 TSC
-            // cycles, 0.13 s here); the next engine is timed once they are idle.
-            settle();
-          } catch (const std::exception& e) {
-            note(fmt::format("{} T = {}: {}", peer->name(), t, e.what()));
-          }
-        }
-        if (!o.quiet)
-          fmt::print(stderr, "\r{} layers, {} threads: T = {} ({} of {})   ", layers, threads, t,
-                     ti + 1, o.lengths.size());
       }
-      if (!o.quiet) fmt::print(stderr, "\n");
-      if (!ort_why.empty()) continue;
-      for (const char* graph : {"standard", "fused"}) {
-        if (!o.quiet) fmt::print(stderr, "onnxruntime ({} graph)...\n", graph);
-        try {
-          std::vector<nlohmann::json> lines =
-              run_ort(script, weights, c, threads, graph, io, o.lengths, o.repeat);
-          for (const nlohmann::json& j : lines) {
-            if (!j.contains("T")) {
-              note(fmt::format("onnxruntime {} ({} graph): session created in {:.2f} s",
-                               j.value("version", "?"), graph, 1e-3 * j.value("session_ms", 0.0)));
-              continue;
+      // Every engine's measurements at T, one per round.
+      std::map<std::pair<int64_t, std::string>, std::vector<EncoderMeasurement>> runs;
+      auto add = [&](int64_t t, const std::string& engine, EncoderMeasurement e, double diff) {
+        e.diff = diff;
+        runs[{t, engine}].push_back(e);
+      };
+      const int per_round = std::max(1, (o.repeat + o.rounds - 1) / o.rounds);
+      // Ours and the libtorch peers, length by length (the peers first in a reversed round).
+      auto in_process = [&](int round, bool reversed) {
+        for (size_t ti = 0; ti < o.lengths.size(); ++ti) {
+          const int64_t t = o.lengths[ti];
+          const runtime::AlignedVector<float>& x = inputs.at(t);
+          runtime::AlignedVector<float> y(x.size()), peer_y(x.size());
+          auto time_ours = [&] {
+            settle();
+            add(t, "dietcode", time_calls(per_round, [&] { m.forward(x.data(), t, y.data()); }), 0);
+            if (round > 0) return;
+            ours[t] = y;
+            if (layers * t <= 24) {  // cheap enough: ours against the float64 encoder too
+              double err =
+                  reference::relative_error(y.data(), model::bert_reference(file, c, x.data(), t));
+              note(fmt::format("{} layers, T = {}: dietcode vs float64 relative error {:.1e}",
+                               layers, t, err));
             }
-            const int64_t t = j["T"].get<int64_t>();
-            std::vector<float> out = read_floats(io / fmt::format("ort-{}-output-{}.bin", graph, t),
-                                                 size_t(t * c.hidden));
-            EncoderMeasurement e;
-            e.median_ms = j["median_ms"].get<double>();
-            e.best_ms = j["best_ms"].get<double>();
-            e.worst_ms = j["worst_ms"].get<double>();
-            add(t, std::string("onnxruntime-") + graph, e, relative_difference(out, ours.at(t)));
+          };
+          auto time_peers = [&] {
+            for (ModelPeer* peer : loaded) {
+              try {
+                EncoderMeasurement e =
+                    time_calls(per_round, [&] { peer->forward(x.data(), t, peer_y.data()); });
+                add(t, peer->name(), e, relative_difference(peer_y, ours.at(t)));
+                // Its BLAS's workers busy-wait after a call (OpenBLAS's pthreads: 2^28 TSC
+                // cycles, 0.13 s here); the next engine is timed once they are idle.
+                settle();
+              } catch (const std::exception& e) {
+                if (round == 0) note(fmt::format("{} T = {}: {}", peer->name(), t, e.what()));
+              }
+            }
+          };
+          if (reversed) {
+            time_peers();
+            time_ours();
+          } else {
+            time_ours();
+            time_peers();
           }
-        } catch (const std::exception& e) {
-          note(fmt::format("onnxruntime ({} graph): skipped: {}", graph, e.what()));
+          if (!o.quiet)
+            fmt::print(stderr, "\r{} layers, {} threads, round {} of {}: T = {} ({} of {})   ",
+                       layers, threads, round + 1, o.rounds, t, ti + 1, o.lengths.size());
         }
+        if (!o.quiet) fmt::print(stderr, "\n");
+      };
+      auto onnxruntime = [&](int round) {
+        if (!ort_why.empty()) return;
+        for (const char* graph : {"standard", "fused"}) {
+          if (!o.quiet)
+            fmt::print(stderr, "onnxruntime ({} graph), round {} of {}...\n", graph, round + 1,
+                       o.rounds);
+          try {
+            std::vector<nlohmann::json> lines =
+                run_ort(script, weights, c, threads, graph, io, o.lengths, per_round);
+            for (const nlohmann::json& j : lines) {
+              if (!j.contains("T")) {
+                if (round == 0)
+                  note(fmt::format("onnxruntime {} ({} graph): session created in {:.2f} s",
+                                   j.value("version", "?"), graph,
+                                   1e-3 * j.value("session_ms", 0.0)));
+                continue;
+              }
+              const int64_t t = j["T"].get<int64_t>();
+              std::vector<float> out = read_floats(
+                  io / fmt::format("ort-{}-output-{}.bin", graph, t), size_t(t * c.hidden));
+              EncoderMeasurement e;
+              e.median_ms = j["median_ms"].get<double>();
+              e.best_ms = j["best_ms"].get<double>();
+              e.worst_ms = j["worst_ms"].get<double>();
+              add(t, std::string("onnxruntime-") + graph, e, relative_difference(out, ours.at(t)));
+            }
+          } catch (const std::exception& e) {
+            if (round == 0)
+              note(fmt::format("onnxruntime ({} graph): skipped: {}", graph, e.what()));
+          }
+        }
+      };
+      // The rounds run one after another, the engines in one order, then the reverse: a
+      // shared VM's speed drifts by 30-50% over seconds to minutes, and the engine timed
+      // first (after tuning, after a load) meets a machine still settling. Timed in one
+      // window only, an engine carries that window's speed into its ratio (the main job's
+      // table once had our 12 layers at T = 1 in 12.7 ms, 9.0-10.2 ms in five runs of
+      // `dietcode run` minutes later, while ONNX Runtime went the other way).
+      for (int round = 0; round < o.rounds; ++round) {
+        if (round % 2 == 0) {
+          in_process(round, false);
+          onnxruntime(round);
+        } else {
+          onnxruntime(round);
+          in_process(round, true);
+        }
+      }
+      // An engine's latency at T: the median of its rounds' medians; the best and worst
+      // single calls; the largest difference from our output.
+      for (auto& [key, v] : runs) {
+        std::vector<double> round_ms;
+        for (const EncoderMeasurement& run : v) round_ms.push_back(run.median_ms);
+        std::sort(v.begin(), v.end(),
+                  [](const auto& a, const auto& b) { return a.median_ms < b.median_ms; });
+        EncoderMeasurement e;
+        e.layers = layers;
+        e.threads = threads;
+        e.t = key.first;
+        e.engine = key.second;
+        e.roofline_ms = roofline_ms.at(e.t);
+        e.median_ms = v.size() % 2
+                          ? v[v.size() / 2].median_ms
+                          : 0.5 * (v[v.size() / 2 - 1].median_ms + v[v.size() / 2].median_ms);
+        e.round_ms = std::move(round_ms);
+        e.best_ms = INFINITY;
+        for (const EncoderMeasurement& run : v) {
+          e.best_ms = std::min(e.best_ms, run.best_ms);
+          e.worst_ms = std::max(e.worst_ms, run.worst_ms);
+          e.diff = std::max(e.diff, run.diff);
+        }
+        r.rows.push_back(e);
       }
     }
   }
   return r;
 }
+
+namespace {
+
+// The bracketed figure: the slowest round's median.
+double slowest_round(const EncoderMeasurement& m) {
+  return m.round_ms.empty() ? m.median_ms : *std::max_element(m.round_ms.begin(), m.round_ms.end());
+}
+
+}  // namespace
 
 std::string format_encoder_table(const EncoderBenchResult& r) {
   std::string out;
@@ -397,12 +473,17 @@ std::string format_encoder_table(const EncoderBenchResult& r) {
                                             "onnxruntime-standard", "onnxruntime-fused"};
   for (const auto& [threads, layers] : groups) {
     std::map<int64_t, std::map<std::string, const EncoderMeasurement*>> by_t;
+    size_t rounds = 1;
     for (const EncoderMeasurement& m : r.rows)
-      if (m.threads == threads && m.layers == layers) by_t[m.t][m.engine] = &m;
+      if (m.threads == threads && m.layers == layers) {
+        by_t[m.t][m.engine] = &m;
+        rounds = std::max(rounds, m.round_ms.size());
+      }
     out += fmt::format(
-        "\nBERT encoder, {} layer{}, {} thread{}: median latency in ms (worst of the runs in "
-        "brackets); ratio = best peer / dietcode (> 1: dietcode faster)\n",
-        layers, layers == 1 ? "" : "s", threads, threads == 1 ? "" : "s");
+        "\nBERT encoder, {} layer{}, {} thread{}: latency in ms, the median of {} round{} "
+        "(the slowest round in brackets); ratio = best peer / dietcode (> 1: dietcode faster)\n",
+        layers, layers == 1 ? "" : "s", threads, threads == 1 ? "" : "s", rounds,
+        rounds == 1 ? "" : "s");
     out += fmt::format("{:>5} {:>17} {:>17} {:>17} {:>17} {:>17} {:>6} {:>9} {:>6} {:>9}\n", "T",
                        "dietcode", "libtorch", "torchscript", "ort-standard", "ort-fused", "ratio",
                        "roofline", "%roof", "max diff");
@@ -415,7 +496,7 @@ std::string format_encoder_table(const EncoderBenchResult& r) {
         out += it == row.end()
                    ? fmt::format(" {:>17}", "-")
                    : fmt::format(" {:>17}", fmt::format("{:.3f} [{:.3f}]", it->second->median_ms,
-                                                        it->second->worst_ms));
+                                                        slowest_round(*it->second)));
       }
       const EncoderMeasurement* ours = row.count("dietcode") ? row.at("dietcode") : nullptr;
       double best_peer = INFINITY, diff = 0;
@@ -442,6 +523,27 @@ std::string format_encoder_table(const EncoderBenchResult& r) {
     if (counted)
       out += fmt::format("geomean ratio to the best peer {:.2f} (min {:.2f}) over {} lengths\n",
                          std::exp(log_sum / counted), min_ratio, counted);
+    // The same ratio round by round (each engine's median in that round), where every
+    // engine has every round: how far one window's verdict can stray.
+    std::vector<std::string> per_round;
+    for (size_t i = 0; i < rounds && rounds > 1; ++i) {
+      double sum = 0;
+      int n = 0;
+      for (const auto& [t, row] : by_t) {
+        auto ours = row.find("dietcode");
+        if (ours == row.end() || ours->second->round_ms.size() != rounds) continue;
+        double best_peer = INFINITY;
+        for (const auto& [e, m] : row)
+          if (e != "dietcode" && m->round_ms.size() == rounds)
+            best_peer = std::min(best_peer, m->round_ms[i]);
+        if (!std::isfinite(best_peer)) continue;
+        sum += std::log(best_peer / ours->second->round_ms[i]);
+        ++n;
+      }
+      if (n) per_round.push_back(fmt::format("{:.2f}", std::exp(sum / n)));
+    }
+    if (per_round.size() == rounds)
+      out += fmt::format("geomean ratio round by round: {}\n", fmt::join(per_round, ", "));
   }
   for (const std::string& n : r.notes) out += "note: " + n + "\n";
   return out;
@@ -450,10 +552,12 @@ std::string format_encoder_table(const EncoderBenchResult& r) {
 void write_encoder_csv(const EncoderBenchResult& r, const std::string& path) {
   std::ofstream f(path);
   if (!f) user_error("--csv {}: cannot open the file for writing", path);
-  f << "layers,threads,T,engine,median_ms,best_ms,worst_ms,max_rel_diff_vs_dietcode,roofline_ms\n";
+  f << "layers,threads,T,engine,median_ms,best_ms,worst_ms,max_rel_diff_vs_dietcode,roofline_ms,"
+       "round_medians_ms\n";
   for (const EncoderMeasurement& m : r.rows)
-    f << fmt::format("{},{},{},{},{:.4f},{:.4f},{:.4f},{:.3e},{:.4f}\n", m.layers, m.threads, m.t,
-                     m.engine, m.median_ms, m.best_ms, m.worst_ms, m.diff, m.roofline_ms);
+    f << fmt::format("{},{},{},{},{:.4f},{:.4f},{:.4f},{:.3e},{:.4f},{:.4f}\n", m.layers, m.threads,
+                     m.t, m.engine, m.median_ms, m.best_ms, m.worst_ms, m.diff, m.roofline_ms,
+                     fmt::join(m.round_ms, " "));
 }
 
 void write_encoder_plot(const EncoderBenchResult& r, const std::string& path) {

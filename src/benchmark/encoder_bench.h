@@ -22,7 +22,10 @@ struct EncoderBenchOptions {
   std::vector<int64_t> layers = {1, 12};
   std::vector<int> threads = {1};
   std::vector<int64_t> lengths;
-  int repeat = 10;        // timed runs per engine and length, after one warm-up
+  int repeat = 12;  // timed runs per engine and length in all, split over the rounds
+  // Rounds, one after another, the engines' order reversed every other round; an engine's
+  // latency is the median of its rounds' medians.
+  int rounds = 3;
   std::string peers_dir;  // model-peer plugins; empty: beside the tool
   // The ORT script; empty: bench/peers/ort/bert_encoder.mjs of the source tree.
   std::string ort_script;
@@ -37,8 +40,10 @@ struct EncoderMeasurement {
   int64_t t = 0;
   std::string
       engine;  // dietcode, libtorch, libtorch-script, onnxruntime-standard, onnxruntime-fused
-  double median_ms = 0, best_ms = 0, worst_ms = 0;
-  double diff = 0;  // max relative difference of the output from ours (0 for ours)
+  double median_ms = 0;              // the median of the rounds' medians
+  double best_ms = 0, worst_ms = 0;  // the fastest and slowest single calls
+  std::vector<double> round_ms;      // each round's median, in the order of the rounds
+  double diff = 0;                   // max relative difference of the output from ours (0 for ours)
   double roofline_ms = 0;
 };
 

@@ -43,6 +43,13 @@ grep -q "^model .*: 1 layers, hidden 64, 4 heads, ffn 136" "$dir/run.out" || { c
 grep -q "^geomean ratio to the best peer\|^BERT encoder, 2 layers, 1 thread" "$dir/enc.txt" ||
   { cat "$dir/enc.txt"; exit 1; }
 [ "$(grep -c ',dietcode,' "$dir/enc.csv")" = 6 ] || { cat "$dir/enc.csv"; exit 1; }
+# Three rounds (the default): every row carries three round medians, and its median is the
+# middle one of them.
+awk -F, 'NR > 1 { n = split($10, r, " "); if (n != 3) { print "FAIL: rounds: " $0; bad = 1; next }
+  lo = r[1] + 0; hi = lo; for (i = 2; i <= 3; i++) { v = r[i] + 0; if (v < lo) lo = v; if (v > hi) hi = v }
+  mid = r[1] + r[2] + r[3] - lo - hi; d = mid - $5; if (d < 0) d = -d
+  if (d > 1e-3) { print "FAIL: median: " $0; bad = 1 } }
+  END { exit bad }' "$dir/enc.csv" || exit 1
 peers_dir=$(dirname "$tool")/peers
 src=$(cd "$(dirname "$0")/../.." && pwd)
 expect_peer() {  # expect_peer ENGINE: 6 rows, each output within 1e-4 of ours
@@ -58,7 +65,10 @@ if [ -d "$src/bench/peers/ort/node_modules/onnxruntime-node" ] && command -v nod
   expect_peer onnxruntime-standard
   expect_peer onnxruntime-fused
 fi
-# Bad input: T = 0, a missing module, weights of another size.
+# Bad input: T = 0, no rounds, a missing module, weights of another size.
+"$tool" bench --workload bert-base-encoder --model "$dir/model" --weights "$dir/w.st" \
+  --layers 1 --M 1 --rounds 0 2> "$dir/err" && exit 1
+grep -q "rounds 0: expected >= 1" "$dir/err" || { cat "$dir/err"; exit 1; }
 "$tool" run "$dir/model" --weights "$dir/w.st" --seq 0 2> "$dir/err" && exit 1
 grep -q "seq 0" "$dir/err" || { cat "$dir/err"; exit 1; }
 "$tool" weights "$dir/big.st" --random --layers 1 --hidden 96 --heads 4 --ffn 136 > /dev/null

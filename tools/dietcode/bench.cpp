@@ -105,7 +105,11 @@ void register_bench(CLI::App& app, Action& action) {
   cmd->add_option("--layers", o->layers, "bert-base-encoder: layer counts, '1,12'")
       ->capture_default_str();
   cmd->add_option("--repeat", o->encoder.repeat,
-                  "bert-base-encoder: timed runs per engine and length")
+                  "bert-base-encoder: timed runs per engine and length, split over the rounds")
+      ->capture_default_str();
+  cmd->add_option("--rounds", o->encoder.rounds,
+                  "bert-base-encoder: rounds, one after another, the engines' order reversed "
+                  "every other round; a latency is the median of the rounds' medians")
       ->capture_default_str();
   cmd->add_option("--ort-script", o->encoder.ort_script,
                   "bert-base-encoder: the ONNX Runtime script (default: "
