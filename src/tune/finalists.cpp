@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -87,7 +88,8 @@ std::vector<int> measured_best(const std::vector<std::vector<int64_t>>& declared
   std::vector<int> best(declared.size(), -1);
   std::vector<double> fastest(declared.size(), 0.0);
   for (const TuningRecord& r : records) {
-    if (r.origin == Origin::Final || r.origin == Origin::Crosscheck || !r.ok() || r.gflops <= 0)
+    if (r.origin == Origin::Final || r.origin == Origin::Crosscheck ||
+        r.origin == Origin::DispatchCheck || !r.ok() || r.gflops <= 0)
       continue;
     auto k = index.find(r.schedule);
     auto s = shape_index.find(r.shape);
@@ -119,7 +121,8 @@ std::vector<AnySchedule> finalists_of(const std::vector<FinalistWindow>& windows
 FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
                               std::vector<AnySchedule> kernels,
                               const std::vector<std::vector<double>>& predicted,
-                              const std::vector<TuningRecord>& records, Origin origin) {
+                              const std::vector<TuningRecord>& records,
+                              const std::vector<Origin>& origins) {
   FinalScores out;
   out.kernels = std::move(kernels);
   const size_t K = out.kernels.size(), S = declared.size();
@@ -130,7 +133,7 @@ FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
   // The latest final of each (kernel, shape): a re-run window replaces an older one.
   std::map<std::pair<size_t, size_t>, double> final_gflops;
   for (const TuningRecord& r : records) {
-    if (r.origin != origin) continue;
+    if (std::find(origins.begin(), origins.end(), r.origin) == origins.end()) continue;
     auto k = index.find(r.schedule);
     auto s = shape_index.find(r.shape);
     if (k == index.end() || s == shape_index.end()) continue;
@@ -180,6 +183,33 @@ FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
     if (!std::isfinite(slowest[s])) continue;
     for (size_t k = 0; k < K; ++k)
       if (!final_gflops.count({k, s})) out.score[s][k] = std::min(out.score[s][k], slowest[s]);
+  }
+  return out;
+}
+
+std::vector<FinalistWindow> plan_dispatch_check(const std::vector<std::vector<int64_t>>& declared,
+                                                const std::vector<AnySchedule>& kernels,
+                                                const std::vector<std::vector<double>>& score,
+                                                const std::vector<std::vector<int64_t>>& measured,
+                                                int per_shape) {
+  std::vector<FinalistWindow> out;
+  if (per_shape < 2 || kernels.size() < 2) return out;
+  const std::set<std::vector<int64_t>> sampled(measured.begin(), measured.end());
+  for (size_t s = 0; s < declared.size(); ++s) {
+    if (sampled.count(declared[s])) continue;
+    std::vector<size_t> order(kernels.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return score[s][a] > score[s][b]; });
+    const double best = score[s][order.front()];
+    if (!(best > 0)) continue;  // no kernel computes it
+    FinalistWindow w{declared[s], {}};
+    for (size_t k : order) {
+      if (int(w.kernels.size()) == per_shape || !(score[s][k] >= (1 - kDispatchCheckMargin) * best))
+        break;
+      w.kernels.push_back(kernels[k]);
+    }
+    if (w.kernels.size() >= 2) out.push_back(std::move(w));
   }
   return out;
 }

@@ -25,6 +25,16 @@
 //                    elsewhere, where its score was the model's guess; the selection and
 //                    the dispatch tree are then decided again among these kernels, from
 //                    these paired numbers
+//   dispatch check   on every declared shape the finals did not sample, the selected
+//                    kernels that score best there (at most dispatch_check of them, within
+//                    kDispatchCheckMargin of the best), side by side (Origin::DispatchCheck);
+//                    the selection and the dispatch tree decided the last time, from the
+//                    crosscheck's and these paired numbers: between the sampled shapes a
+//                    score is the model's guess scaled by ratios measured elsewhere, and
+//                    the guess misses what one shape's padding does (qkv at M = 24 went to
+//                    a 7 x 48 tile, four tiles of 28 rows, at 124-135 GFLOP/s, beside an
+//                    8 x 48 tile in the same module at 170-172, the winner at M = 25 of the
+//                    finals having been the 7 x 48)
 #pragma once
 
 #include <cstdint>
@@ -42,7 +52,8 @@ struct FinalistParams {
   int per_shape = 3;       // best candidates of each sampled shape
   int max_per_window = 5;  // kernels timed side by side on one shape
   bool crosscheck = true;  // then the first selection's kernels on every finals shape,
-  int challengers = 3;     // with at most this many crosscheck_challengers
+  int challengers = 3;     // with at most this many crosscheck_challengers,
+  int dispatch_check = 3;  // then at most this many on each other declared shape (< 2: none)
 };
 
 struct FinalistWindow {
@@ -84,13 +95,25 @@ FinalScores final_scores(const std::vector<std::vector<int64_t>>& declared,
                          const std::vector<FinalistWindow>& windows,
                          const std::vector<TuningRecord>& records, const Predict& predicted);
 
-// The non-template core of final_scores; the records of `origin` count (the crosscheck
-// scores the first selection's kernels from their crosscheck records).
+// The non-template core of final_scores; the records of `origins` count (the crosscheck
+// scores the first selection's kernels from their crosscheck records, the last selection
+// from those and the dispatch check's).
 FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
                               std::vector<schedule::AnySchedule> kernels,
                               const std::vector<std::vector<double>>& predicted,
                               const std::vector<TuningRecord>& records,
-                              Origin origin = Origin::Final);
+                              const std::vector<Origin>& origins = {Origin::Final});
+
+// The dispatch check's windows: on each declared shape outside `measured` (the shapes the
+// finals sampled), the `per_shape` kernels of `kernels` that score best there by `score`
+// ([declared shape][kernel]), of those within kDispatchCheckMargin of the best; a window
+// where at least two are.
+constexpr double kDispatchCheckMargin = 0.25;
+std::vector<FinalistWindow> plan_dispatch_check(const std::vector<std::vector<int64_t>>& declared,
+                                                const std::vector<schedule::AnySchedule>& kernels,
+                                                const std::vector<std::vector<double>>& score,
+                                                const std::vector<std::vector<int64_t>>& measured,
+                                                int per_shape);
 
 // Finalists the first selection left out that the finals measured fastest on one of their
 // shapes, at least kChallengerGain faster there than every selected kernel: the `count`

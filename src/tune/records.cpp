@@ -135,17 +135,19 @@ std::string_view to_string(Origin o) {
       return "final";
     case Origin::Crosscheck:
       return "crosscheck";
+    case Origin::DispatchCheck:
+      return "dispatch-check";
   }
   return "?";
 }
 
 Origin parse_origin(std::string_view text) {
   for (Origin o : {Origin::Joint, Origin::Probe, Origin::Calibration, Origin::PerShape,
-                   Origin::Final, Origin::Crosscheck})
+                   Origin::Final, Origin::Crosscheck, Origin::DispatchCheck})
     if (text == to_string(o)) return o;
   user_error(
-      "record: unknown origin '{}'; expected joint, probe, calibration, per-shape, final or "
-      "crosscheck",
+      "record: unknown origin '{}'; expected joint, probe, calibration, per-shape, final, "
+      "crosscheck or dispatch-check",
       text);
 }
 

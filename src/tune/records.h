@@ -30,22 +30,26 @@ constexpr int kRecordsFormatVersion = 1;
 
 // Why a measurement was made (its JSON name in quotes).
 enum class Origin : uint8_t {
-  Joint,        // "joint": a candidate of the joint search, measured at its S*
-  Probe,        // "probe": a measured kernel measured again on a declared shape
-  Calibration,  // "calibration": a kernel at 1, 2, 3 tasks, to fit occ's exponent
-  PerShape,     // "per-shape": a candidate of the per-shape (Ansor-style) baseline
-  Final,        // "final": a finalist re-measured side by side with its rivals on one
-                // declared shape before selection (tune/finalists.h)
-  Crosscheck,   // "crosscheck": a kernel of the first selection measured side by side
-                // with the others selected, on each shape of the finals, before the
-                // dispatch is decided again (tune/finalists.h)
+  Joint,          // "joint": a candidate of the joint search, measured at its S*
+  Probe,          // "probe": a measured kernel measured again on a declared shape
+  Calibration,    // "calibration": a kernel at 1, 2, 3 tasks, to fit occ's exponent
+  PerShape,       // "per-shape": a candidate of the per-shape (Ansor-style) baseline
+  Final,          // "final": a finalist re-measured side by side with its rivals on one
+                  // declared shape before selection (tune/finalists.h)
+  Crosscheck,     // "crosscheck": a kernel of the first selection measured side by side
+                  // with the others selected, on each shape of the finals, before the
+                  // dispatch is decided again (tune/finalists.h)
+  DispatchCheck,  // "dispatch-check": the selected kernels that score best on a declared
+                  // shape the finals did not sample, side by side there, before the
+                  // dispatch is decided the last time (tune/finalists.h)
 };
 std::string_view to_string(Origin o);
 Origin parse_origin(std::string_view text);  // throws dietcode::Error
 // Joint-run trials: what counts against `--trials` of a joint run.
 // (Final re-measurements are not trials: they cost tuning time, not budget.)
 inline bool is_joint_trial(Origin o) {
-  return o != Origin::PerShape && o != Origin::Final && o != Origin::Crosscheck;
+  return o != Origin::PerShape && o != Origin::Final && o != Origin::Crosscheck &&
+         o != Origin::DispatchCheck;
 }
 
 // How a measurement's timing bursts spread (tune/measure.h): what says whether the

@@ -64,7 +64,9 @@ void count_trials(const Progress& progress, TuneReport& report) {
 std::vector<TuningRecord> without_finals(const std::vector<TuningRecord>& records) {
   std::vector<TuningRecord> out;
   for (const TuningRecord& r : records)
-    if (r.origin != Origin::Final && r.origin != Origin::Crosscheck) out.push_back(r);
+    if (r.origin != Origin::Final && r.origin != Origin::Crosscheck &&
+        r.origin != Origin::DispatchCheck)
+      out.push_back(r);
   return out;
 }
 
@@ -221,13 +223,38 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
   for (const FinalistWindow& w : windows) cross.push_back({w.shape, pool});
   auto [checked_now, check_seconds] =
       measure_windows(o, records, measurer, cross, Origin::Crosscheck, "crosscheck");
+  const std::vector<std::vector<double>> pool_predicted = predict(pool, shapes);
   FinalScores checked =
-      final_scores_from(shapes, pool, predict(pool, shapes), records.records(), Origin::Crosscheck);
+      final_scores_from(shapes, pool, pool_predicted, records.records(), {Origin::Crosscheck});
   notes.push_back(fmt::format(
       "crosscheck: the {} selected kernels and {} challengers side by side on {} shapes ({} "
       "measured in this run, {:.1f} s)",
       first.kernels.size(), challengers.size(), cross.size(), checked_now, check_seconds));
-  return build_module(o, predict, checked.kernels, checked.score, o.max_kernels, notes);
+  runtime::ModuleSpec second =
+      build_module(o, predict, checked.kernels, checked.score, o.max_kernels, notes);
+  // The dispatch check (tune/finalists.h): the shapes between the finals' samples, each
+  // on the few selected kernels that score best there, side by side; then decided the
+  // last time from every paired number.
+  std::vector<std::vector<double>> second_score(shapes.size());
+  for (const schedule::AnySchedule& k : second.kernels) {
+    const size_t i = size_t(std::find(pool.begin(), pool.end(), k) - pool.begin());
+    for (size_t s = 0; s < shapes.size(); ++s) second_score[s].push_back(checked.score[s][i]);
+  }
+  std::vector<std::vector<int64_t>> sampled;
+  for (const FinalistWindow& w : windows) sampled.push_back(w.shape);
+  const std::vector<FinalistWindow> between = plan_dispatch_check(
+      shapes, second.kernels, second_score, sampled, o.finalists.dispatch_check);
+  if (between.empty()) return second;
+  auto [between_now, between_seconds] =
+      measure_windows(o, records, measurer, between, Origin::DispatchCheck, "dispatch check");
+  FinalScores last = final_scores_from(shapes, pool, pool_predicted, records.records(),
+                                       {Origin::Crosscheck, Origin::DispatchCheck});
+  notes.push_back(fmt::format(
+      "dispatch check: the best {} of the {} selected kernels side by side on {} more shapes ({} "
+      "measured in this run, {:.1f} s)",
+      o.finalists.dispatch_check, second.kernels.size(), between.size(), between_now,
+      between_seconds));
+  return build_module(o, predict, last.kernels, last.score, o.max_kernels, notes);
 }
 
 }  // namespace dietcode::tune

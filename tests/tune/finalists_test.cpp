@@ -212,6 +212,59 @@ TEST(Finalists, AKernelNotInAShapesWindowDoesNotOutbidItsPairedNumbers) {
   EXPECT_DOUBLE_EQ(f.score[0][1], 100);
 }
 
+TEST(Finalists, TheDispatchCheckPairsTheBestSelectedKernelsOnEveryUnsampledShape) {
+  // Shapes 1..6, 1 and 4 sampled by the finals. Four selected kernels with scores per shape.
+  std::vector<std::vector<int64_t>> shapes = range(1, 6);
+  std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2), kernel(3), kernel(4)};
+  std::vector<std::vector<double>> score = {
+      {100, 90, 80, 70},  // M=1: sampled, no window
+      {100, 90, 80, 70},  // M=2: the best three
+      {50, 100, 74, 76},  // M=3: 1 and 3 (76 is within 25% of 100; 74 is not)
+      {100, 90, 80, 70},  // M=4: sampled
+      {100, 10, 20, 30},  // M=5: none within 25% of the best: no window
+      {0, 0, 0, 0},       // M=6: nothing scores: no window
+  };
+  std::vector<FinalistWindow> w = plan_dispatch_check(shapes, ks, score, {{1}, {4}}, 3);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].shape, std::vector<int64_t>{2});
+  EXPECT_EQ(w[0].kernels, (std::vector<schedule::AnySchedule>{ks[0], ks[1], ks[2]}));
+  EXPECT_EQ(w[1].shape, std::vector<int64_t>{3});
+  EXPECT_EQ(w[1].kernels, (std::vector<schedule::AnySchedule>{ks[1], ks[3]}));
+  // Two per shape; none with fewer than two allowed, or with one kernel selected.
+  w = plan_dispatch_check(shapes, ks, score, {{1}, {4}}, 2);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].kernels, (std::vector<schedule::AnySchedule>{ks[0], ks[1]}));
+  EXPECT_TRUE(plan_dispatch_check(shapes, ks, score, {{1}, {4}}, 1).empty());
+  EXPECT_TRUE(plan_dispatch_check(shapes, {ks[0]}, score, {{1}, {4}}, 3).empty());
+}
+
+TEST(Finalists, TheLastScoresCountTheCrosscheckAndTheDispatchCheck) {
+  // Kernel 0 predicted ahead everywhere; the dispatch check measured kernel 1 ahead at
+  // M=3, where the crosscheck (M=1, 5) never paired them.
+  std::vector<std::vector<int64_t>> shapes = range(1, 5);
+  std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2)};
+  std::vector<std::vector<double>> predicted = {{100, 100, 100, 100, 100}, {50, 50, 50, 50, 50}};
+  std::vector<TuningRecord> records;
+  auto add = [&](size_t k, int64_t m, double g, Origin o) {
+    records.push_back(final_record(ks[k], m, g));
+    records.back().origin = o;
+  };
+  add(0, 1, 100, Origin::Crosscheck);
+  add(1, 1, 50, Origin::Crosscheck);
+  add(0, 5, 100, Origin::Crosscheck);
+  add(1, 5, 50, Origin::Crosscheck);
+  add(0, 3, 60, Origin::DispatchCheck);
+  add(1, 3, 90, Origin::DispatchCheck);
+  FinalScores cross = final_scores_from(shapes, ks, predicted, records, {Origin::Crosscheck});
+  EXPECT_EQ(cross.measured, 4);
+  EXPECT_GT(cross.score[2][0], cross.score[2][1]);  // the model's guess at M=3
+  FinalScores last = final_scores_from(shapes, ks, predicted, records,
+                                       {Origin::Crosscheck, Origin::DispatchCheck});
+  EXPECT_EQ(last.measured, 6);
+  EXPECT_DOUBLE_EQ(last.score[2][0], 60);
+  EXPECT_DOUBLE_EQ(last.score[2][1], 90);
+}
+
 TEST(Seeds, ValidAndCoverEachDeclaredShapeWithLittlePadding) {
   te::Operator op = ops::dense(1, 128, 2304, 768);
   for (schedule::Isa isa : {schedule::Isa::Avx2, schedule::Isa::Avx512})
@@ -552,6 +605,7 @@ size_t before_tail(const std::vector<TuningRecord>& recs, Origin origin,
 
 TEST_F(FinalistsTunerTest, AKilledFinalPhaseResumesTheMissingWindows) {
   TuneOptions o = options(32, 1);
+  o.finalists.dispatch_check = 0;  // the crosscheck last (its own test below)
   tune(o);
   std::vector<TuningRecord> recs = records(o);
   // Killed during the finals' last window: its finals and the whole crosscheck missing.
@@ -576,6 +630,7 @@ TEST_F(FinalistsTunerTest, AKilledFinalPhaseResumesTheMissingWindows) {
 
 TEST_F(FinalistsTunerTest, AKilledCrosscheckResumesTheMissingWindows) {
   TuneOptions o = options(32, 1);
+  o.finalists.dispatch_check = 0;  // the crosscheck last (its own test below)
   const runtime::ModuleSpec first = tune(o).module;
   std::vector<TuningRecord> recs = records(o);
   const std::vector<int64_t> last = recs.back().shape;
@@ -601,6 +656,40 @@ TEST_F(FinalistsTunerTest, AKilledCrosscheckResumesTheMissingWindows) {
     EXPECT_NE(std::find(selected.begin(), selected.end(), k), selected.end());
   for (const schedule::AnySchedule& k : r.module.kernels)
     EXPECT_NE(std::find(selected.begin(), selected.end(), k), selected.end());
+}
+
+TEST_F(FinalistsTunerTest, TheDispatchCheckPairsKernelsBetweenTheSampledShapesAndResumes) {
+  TuneOptions o = options(32, 1);
+  const runtime::ModuleSpec first = tune(o).module;
+  std::vector<TuningRecord> recs = records(o);
+  std::set<std::vector<int64_t>> sampled, checked;
+  for (const TuningRecord& r : recs) {
+    if (r.origin == Origin::Crosscheck) sampled.insert(r.shape);
+    if (r.origin != Origin::DispatchCheck) continue;
+    checked.insert(r.shape);
+    EXPECT_TRUE(r.ok()) << r.error;
+    EXPECT_LT(r.max_rel_err, 1e-5);
+  }
+  if (first.kernels.size() < 2) GTEST_SKIP() << "one kernel selected: nothing to pair";
+  // Shapes the finals did not sample, measured side by side after the crosscheck.
+  ASSERT_FALSE(checked.empty());
+  for (const auto& shape : checked) EXPECT_FALSE(sampled.count(shape));
+  const size_t check_start = before_tail(recs, Origin::DispatchCheck);
+  EXPECT_EQ(recs[check_start - 1].origin, Origin::Crosscheck);
+  // Killed during the last window: only that window measured again, the same module.
+  const std::vector<int64_t> last = recs.back().shape;
+  const size_t kept = before_tail(recs, Origin::DispatchCheck, &last);
+  ASSERT_LT(kept, recs.size());
+  keep_first(o, recs, kept);
+  TuneReport r = tune(o);
+  EXPECT_EQ(r.trials_this_run, 0);
+  std::vector<TuningRecord> after = records(o);
+  EXPECT_EQ(after.size(), recs.size());
+  for (size_t i = kept; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].origin, Origin::DispatchCheck);
+    EXPECT_EQ(after[i].shape, last);
+  }
+  EXPECT_EQ(r.module.kernels.size(), first.kernels.size());
 }
 
 }  // namespace
