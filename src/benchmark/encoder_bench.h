@@ -22,7 +22,7 @@ struct EncoderBenchOptions {
   std::vector<int64_t> layers = {1, 12};
   std::vector<int> threads = {1};
   std::vector<int64_t> lengths;
-  int repeat = 12;  // timed runs per engine and length in all, split over the rounds
+  int repeat = 9;  // timed runs per engine and length in all, split over the rounds
   // Rounds, one after another, the engines' order reversed every other round; an engine's
   // latency is the median of its rounds' medians.
   int rounds = 3;

@@ -26,11 +26,13 @@ out=$("$dietcode" "${args[@]}" 2>&1)
 echo "$out" | grep -q "resuming: $before trials already" || { echo "FAIL: no resume line"; echo "$out"; exit 1; }
 echo "$out" | grep -q "dropping an incomplete last record" || { echo "FAIL: torn record not reported"; echo "$out"; exit 1; }
 echo "$out" | grep -qF "96 trials in total ($((96 - before)) this run" || { echo "FAIL: wrong totals"; echo "$out"; exit 1; }
-# 96 trials, then the finalists' side-by-side records ("origin":"final", not trials) and
-# the selected kernels' crosscheck ("origin":"crosscheck", not trials either).
+# 96 trials, then the finalists' side-by-side records ("origin":"final", not trials), the
+# selected kernels' crosscheck ("origin":"crosscheck") and the dispatch check between the
+# sampled shapes ("origin":"dispatch-check", not trials either).
 finals=$(grep -c '"origin":"final"' "$dir/r.jsonl" || true)
 checks=$(grep -c '"origin":"crosscheck"' "$dir/r.jsonl" || true)
-total=$(( $(wc -l < "$dir/r.jsonl") - 1 - finals - checks ))
+between=$(grep -c '"origin":"dispatch-check"' "$dir/r.jsonl" || true)
+total=$(( $(wc -l < "$dir/r.jsonl") - 1 - finals - checks - between ))
 [ "$total" -eq 96 ] || { echo "FAIL: $total trial records, expected 96"; exit 1; }
 [ "$finals" -gt 0 ] || { echo "FAIL: no final records"; exit 1; }
 [ -f "$dir/m.json" ] || { echo "FAIL: no module"; exit 1; }
