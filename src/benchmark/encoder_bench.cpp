@@ -67,6 +67,11 @@ EncoderMeasurement time_calls(int repeat, const std::function<void()>& call) {
   return m;
 }
 
+// The bracketed figure: the slowest round's median.
+double slowest_round(const EncoderMeasurement& m) {
+  return m.round_ms.empty() ? m.median_ms : *std::max_element(m.round_ms.begin(), m.round_ms.end());
+}
+
 // ||got - want|| / ||want||, float against float (both engines' outputs).
 double relative_difference(std::span<const float> got, std::span<const float> want) {
   double num = 0, den = 0;
@@ -455,15 +460,6 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
   }
   return r;
 }
-
-namespace {
-
-// The bracketed figure: the slowest round's median.
-double slowest_round(const EncoderMeasurement& m) {
-  return m.round_ms.empty() ? m.median_ms : *std::max_element(m.round_ms.begin(), m.round_ms.end());
-}
-
-}  // namespace
 
 std::string format_encoder_table(const EncoderBenchResult& r) {
   std::string out;

@@ -88,9 +88,7 @@ std::vector<int> measured_best(const std::vector<std::vector<int64_t>>& declared
   std::vector<int> best(declared.size(), -1);
   std::vector<double> fastest(declared.size(), 0.0);
   for (const TuningRecord& r : records) {
-    if (r.origin == Origin::Final || r.origin == Origin::Crosscheck ||
-        r.origin == Origin::DispatchCheck || !r.ok() || r.gflops <= 0)
-      continue;
+    if (is_side_by_side(r.origin) || !r.ok() || r.gflops <= 0) continue;
     auto k = index.find(r.schedule);
     auto s = shape_index.find(r.shape);
     if (k == index.end() || s == shape_index.end() || r.gflops <= fastest[s->second]) continue;

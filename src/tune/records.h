@@ -45,11 +45,15 @@ enum class Origin : uint8_t {
 };
 std::string_view to_string(Origin o);
 Origin parse_origin(std::string_view text);  // throws dietcode::Error
+// Re-measurements side by side before selection (the finals, the crosscheck, the dispatch
+// check): not trials, not the search's own records.
+inline bool is_side_by_side(Origin o) {
+  return o == Origin::Final || o == Origin::Crosscheck || o == Origin::DispatchCheck;
+}
 // Joint-run trials: what counts against `--trials` of a joint run.
-// (Final re-measurements are not trials: they cost tuning time, not budget.)
+// (Side-by-side re-measurements are not trials: they cost tuning time, not budget.)
 inline bool is_joint_trial(Origin o) {
-  return o != Origin::PerShape && o != Origin::Final && o != Origin::Crosscheck &&
-         o != Origin::DispatchCheck;
+  return o != Origin::PerShape && !is_side_by_side(o);
 }
 
 // How a measurement's timing bursts spread (tune/measure.h): what says whether the

@@ -64,9 +64,7 @@ void count_trials(const Progress& progress, TuneReport& report) {
 std::vector<TuningRecord> without_finals(const std::vector<TuningRecord>& records) {
   std::vector<TuningRecord> out;
   for (const TuningRecord& r : records)
-    if (r.origin != Origin::Final && r.origin != Origin::Crosscheck &&
-        r.origin != Origin::DispatchCheck)
-      out.push_back(r);
+    if (!is_side_by_side(r.origin)) out.push_back(r);
   return out;
 }
 
