@@ -53,7 +53,7 @@ struct FinalistParams {
   int max_per_window = 5;  // kernels timed side by side on one shape
   bool crosscheck = true;  // then the first selection's kernels on every finals shape,
   int challengers = 3;     // with at most this many crosscheck_challengers,
-  int dispatch_check = 3;  // then at most this many on each other declared shape (< 2: none)
+  int dispatch_check = 2;  // then at most this many on each other declared shape (< 2: none)
 };
 
 struct FinalistWindow {

@@ -141,6 +141,7 @@ void read_timing(const nlohmann::json& r, MeasureResult& out) {
   out.timing.spread = r.value("spread", 0.0);
   out.timing.attempts = r.value("attempts", 1);
   out.timing.disturbed = r.value("disturbed", false);
+  out.timing.bursts = r.value("bursts", 0);
 }
 
 }  // namespace
@@ -247,6 +248,7 @@ Measurer::Measurer(const ops::OperatorSpec& op, const MeasureOptions& options)
                  {"estimator", options.estimator == Estimator::Min ? "min" : "median"},
                  {"disturbed_spread", options.disturbed_spread},
                  {"max_attempts", options.max_attempts},
+                 {"race_margin", options.race_margin},
                  {"cold_weights", options.cold_weights}};
   impl_->workers.resize(impl_->o.workers);
   impl_->generation.assign(impl_->o.workers, 0);

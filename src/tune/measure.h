@@ -35,7 +35,8 @@ struct MeasureRequest {
   std::vector<int64_t> shape;
   // Tests only (needs allow_faults): "crash", "hang", "wrong", "slow" (every other
   // burst of every attempt sleeps: always disturbed) or "slow-once" (the first attempt
-  // only: disturbed, then re-measured clean).
+  // only: disturbed, then re-measured clean); side by side also "slow-first" (every
+  // burst of the window's first kernel sleeps: far behind, out of the race).
   std::string fault;
 };
 
@@ -52,6 +53,10 @@ struct MeasureResult {
 // machine noise only ever adds time, so the fastest burst is the least disturbed one
 // (evidence in README.md, "Which estimator").
 enum class Estimator : uint8_t { Min, Median };
+
+// Interleaved rounds of a side-by-side window before its race drops the kernels far
+// behind (MeasureOptions::race_margin).
+constexpr int kRaceRounds = 3;
 
 struct MeasureOptions {
   std::string worker_path;           // the dietcode-worker executable
@@ -77,6 +82,14 @@ struct MeasureOptions {
   // disturbed the result is marked so (TimingSpread::disturbed) and not learned from.
   double disturbed_spread = 0.25;
   int max_attempts = 3;
+  // Side by side, a race: after kRaceRounds interleaved rounds, a kernel whose fastest
+  // burst is more than this fraction slower than the window's fastest is timed no further
+  // in the attempt (its figures come from the bursts it had; TimingSpread::bursts says how
+  // many), and after each later round the margin narrows (by (kRaceRounds / rounds)^2:
+  // 10%, 5.6%, 3.6%, 2.5%); once one kernel is left the window ends. The windows decide
+  // which kernel runs a shape, and one that far behind does not win it: the crosscheck's
+  // eleven kernels on a shape are mostly 10-25% apart. 0: every kernel timed in every round.
+  double race_margin = 0.10;
   // Time each call on the next of a ring of copies of the operator's constant inputs
   // (weights, packed or not; 192 MB in all), so each call meets its weights in DRAM after
   // the other copies streamed through the caches: how a model's layers run, whose weights
@@ -103,7 +116,8 @@ class Measurer {
   // timed burst each), so machine drift hits all alike; each kernel's figure is its
   // estimator over its rounds. Kernels stay compiled in the worker between calls (keyed
   // by schedule), so finalists met again on another shape are not compiled twice.
-  // A window whose rounds were disturbed is timed again, as in measure().
+  // A window whose rounds were disturbed is timed again, as in measure(). A kernel far
+  // behind after kRaceRounds rounds is timed no further (MeasureOptions::race_margin).
   std::vector<MeasureResult> measure_side_by_side(const std::vector<schedule::AnySchedule>& kernels,
                                                   const std::vector<int64_t>& shape,
                                                   const std::string& fault = "");

@@ -10,8 +10,10 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <span>
 #include <thread>
 
 #include "codegen/llvm/object_cache.h"
@@ -32,6 +34,7 @@ using Clock = std::chrono::steady_clock;
 struct ShapeData {
   std::vector<runtime::AlignedBuffer> inputs;
   int64_t output_size = 0;
+  runtime::AlignedBuffer out;   // every kernel's output on this shape (poisoned per check)
   std::vector<int64_t> sample;  // flat output indices checked against the reference
   std::vector<double> want;
 };
@@ -39,16 +42,36 @@ struct ShapeData {
 // The last random values drawn for each input: an input whose size does not depend on
 // the shape (a weight matrix, a bias) takes the same values on every shape, copied
 // rather than drawn again (drawing a 2304 x 768 weight cost more than timing a kernel).
+// Beside them, their pre-packed forms by (input, packed layout): kernels of one layout
+// share one, as a module's kernels do, and a kernel met again on another shape (side by
+// side) packs nothing again (packing a 2304 x 768 weight took about as long as the
+// kernel's correctness check and warm-up together).
 struct DrawnInputs {
   std::vector<runtime::AlignedBuffer> last;
+  std::map<std::pair<size_t, uint64_t>, std::shared_ptr<const runtime::AlignedBuffer>> packed;
   const runtime::AlignedBuffer& draw(size_t input, int64_t size, std::mt19937_64& rng) {
     if (last.size() <= input) last.resize(input + 1);
     if (last[input].size() != size) {
       std::uniform_real_distribution<float> dist(-1, 1);
       last[input] = runtime::AlignedBuffer(size);
       for (int64_t j = 0; j < size; ++j) last[input][j] = dist(rng);
+      std::erase_if(packed, [&](const auto& p) { return p.first.first == input; });
     }
     return last[input];
+  }
+  // Input `input` (drawn on this shape) pre-packed for `k`.
+  std::shared_ptr<const runtime::AlignedBuffer> pack(const runtime::Kernel& k,
+                                                     const std::vector<int64_t>& shape,
+                                                     size_t input) {
+    const std::pair<size_t, uint64_t> key{input, k.packed_layout()};
+    auto it = packed.find(key);
+    if (it != packed.end()) return it->second;
+    if (packed.size() >= 16) packed.clear();  // bounded memory across many layouts
+    const runtime::AlignedBuffer& values = last.at(input);
+    auto p = std::make_shared<const runtime::AlignedBuffer>(
+        k.prepack(shape, {values.data(), values.size()}));
+    packed.emplace(key, p);
+    return p;
   }
 };
 
@@ -64,6 +87,7 @@ ShapeData make_data(const te::Operator& op, const std::vector<int64_t>& shape, D
     pointers.push_back(d.inputs.back().data());
   }
   d.output_size = sizes.back();
+  d.out = runtime::AlignedBuffer(d.output_size);
   // The first and last rows whole (edge tiles of every kind meet there), the first and
   // last column of random rows, and random elements. Every element is also checked for
   // having been written (the output is poisoned with NaN).
@@ -88,26 +112,30 @@ ShapeData make_data(const te::Operator& op, const std::vector<int64_t>& shape, D
 }
 
 // One kernel's arguments on one shape: the inputs (the constant one pre-packed when the
-// kernel wants it) and an output buffer.
+// kernel wants it) and the output. Kernels side by side share the shape's inputs and
+// output, and those of one packed layout the packed input too: then one kernel's burst
+// leaves in cache what the next one's reads.
 struct KernelArgs {
   std::vector<runtime::ConstTensor> inputs;
-  runtime::AlignedBuffer packed, out;
+  std::shared_ptr<const runtime::AlignedBuffer> packed;  // shared with kernels of its layout
+  runtime::MutableTensor out{nullptr, 0};
   std::vector<size_t> constants;  // the inputs the operator marks constant
-  runtime::MutableTensor output() { return {out.data(), out.size()}; }
+  runtime::MutableTensor output() { return out; }
 };
 
-KernelArgs make_args(const runtime::Kernel& k, const std::vector<int64_t>& shape, ShapeData& d) {
+KernelArgs make_args(const runtime::Kernel& k, const std::vector<int64_t>& shape, ShapeData& d,
+                     DrawnInputs& drawn) {
   KernelArgs a;
   for (size_t i = 0; i < d.inputs.size(); ++i) {
     if (k.needs_prepack() && int(i) == k.prepacked_input()) {
-      a.packed = k.prepack(shape, {d.inputs[i].data(), d.inputs[i].size()});
-      a.inputs.push_back({a.packed.data(), a.packed.size()});
+      a.packed = drawn.pack(k, shape, i);
+      a.inputs.push_back({a.packed->data(), a.packed->size()});
     } else {
       a.inputs.push_back({d.inputs[i].data(), d.inputs[i].size()});
     }
     if (k.op().inputs[i].constant) a.constants.push_back(i);
   }
-  a.out = runtime::AlignedBuffer(d.output_size);
+  a.out = {d.out.data(), d.out.size()};
   return a;
 }
 
@@ -181,7 +209,7 @@ TimedCall timed_call(std::function<void()> run, KernelArgs& a, const nlohmann::j
   if (init.value("cold_weights", false))
     for (size_t i : a.constants) {
       const runtime::ConstTensor& t = a.inputs[i];
-      const bool packed = a.packed.size() > 0 && t.data == a.packed.data();
+      const bool packed = a.packed && t.data == a.packed->data();
       c.cold.push_back({i, &cold_ring(i, t.elements), packed ? t.data : nullptr, t.elements});
     }
   return c;
@@ -192,11 +220,11 @@ TimedCall timed_call(std::function<void()> run, KernelArgs& a, const nlohmann::j
 nlohmann::json check_kernel(const runtime::Kernel& k, const std::vector<int64_t>& shape,
                             const ShapeData& d, KernelArgs& a, const nlohmann::json& init,
                             const std::string& fault, double& rel) {
-  runtime::AlignedBuffer& out = a.out;
-  std::fill(out.data(), out.data() + out.size(), std::numeric_limits<float>::quiet_NaN());
+  std::span<float> out(a.out.data, size_t(a.out.elements));
+  std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
   k.run(shape, a.inputs, a.output());
-  if (fault == "wrong") out[out.size() - 1] += 1.0f;
-  for (int64_t i = 0; i < out.size(); ++i)
+  if (fault == "wrong") out.back() += 1.0f;
+  for (size_t i = 0; i < out.size(); ++i)
     if (!std::isfinite(out[i]))
       return {{"error", fmt::format("wrong result: output element {} of {} is {} (not written "
                                     "or not finite)",
@@ -258,6 +286,7 @@ double time_burst(const TimedCall& call, int64_t calls, bool slow) {
 
 struct BurstStats {
   double min = 0, median = 0, spread = 0;  // spread: inter-quartile range / median
+  int bursts = 0;
 };
 
 double quantile(const std::vector<double>& sorted, double p) {
@@ -273,6 +302,7 @@ BurstStats summarize(std::vector<double> times) {
   b.min = times.front();
   b.median = quantile(times, 0.5);
   b.spread = (quantile(times, 0.75) - quantile(times, 0.25)) / std::max(b.median, 1e-30);
+  b.bursts = int(times.size());
   return b;
 }
 
@@ -280,7 +310,7 @@ BurstStats summarize(std::vector<double> times) {
 struct TimingPlan {
   double per_repeat, set_per_repeat, warmup;
   int repeats, max_attempts;
-  double disturbed_spread;
+  double disturbed_spread, race_margin;
   bool use_min;
   explicit TimingPlan(const nlohmann::json& init)
       : per_repeat(init.value("seconds_per_repeat", 0.005)),
@@ -289,6 +319,7 @@ struct TimingPlan {
         repeats(std::max(1, init.value("repeats", 5))),
         max_attempts(std::max(1, init.value("max_attempts", 3))),
         disturbed_spread(init.value("disturbed_spread", 0.25)),
+        race_margin(init.value("race_margin", 0.0)),
         use_min(init.value("estimator", "min") == "min") {}
 };
 
@@ -301,10 +332,15 @@ double flops_of(const te::Operator& op, const std::vector<int64_t>& shape) {
 nlohmann::json result_json(const BurstStats& b, const TimingPlan& plan, int attempts, double flops,
                            double rel) {
   double seconds = plan.use_min ? b.min : b.median;
-  return {{"seconds", seconds},         {"gflops", flops / seconds * 1e-9},
-          {"max_rel_err", rel},         {"min_seconds", b.min},
-          {"median_seconds", b.median}, {"spread", b.spread},
-          {"attempts", attempts},       {"disturbed", b.spread > plan.disturbed_spread}};
+  return {{"seconds", seconds},
+          {"gflops", flops / seconds * 1e-9},
+          {"max_rel_err", rel},
+          {"min_seconds", b.min},
+          {"median_seconds", b.median},
+          {"spread", b.spread},
+          {"attempts", attempts},
+          {"bursts", b.bursts},
+          {"disturbed", b.spread > plan.disturbed_spread}};
 }
 
 bool slow_attempt(const std::string& fault, int attempt) {
@@ -312,8 +348,9 @@ bool slow_attempt(const std::string& fault, int attempt) {
 }
 
 nlohmann::json measure_kernel(const runtime::Kernel& k, const std::vector<int64_t>& shape,
-                              ShapeData& d, const nlohmann::json& init, const std::string& fault) {
-  KernelArgs a = make_args(k, shape, d);
+                              ShapeData& d, DrawnInputs& drawn, const nlohmann::json& init,
+                              const std::string& fault) {
+  KernelArgs a = make_args(k, shape, d, drawn);
   double rel = 0;
   nlohmann::json error = check_kernel(k, shape, d, a, init, fault, rel);
   if (!error.empty()) return error;
@@ -336,9 +373,32 @@ nlohmann::json measure_kernel(const runtime::Kernel& k, const std::vector<int64_
   return result_json(kept, plan, attempt, flops_of(k.op(), shape), rel);
 }
 
-// Several kernels on one shape, side by side: each checked, then interleaved rounds.
+// The race's margin after `rounds` rounds: `first` after kRaceRounds, narrowing as the
+// rounds add evidence (by the square of the rounds: after 3, 4, 5, 6 rounds 10%, 5.6%,
+// 3.6%, 2.5% for a first margin of 10%).
+double race_margin_after(int rounds, double first) {
+  const double r = double(kRaceRounds) / double(rounds);
+  return first * r * r;
+}
+
+// The kernels of `racing` whose fastest burst so far is within `margin` of the fastest
+// (all of them when margin <= 0).
+std::vector<size_t> still_in_race(const std::vector<size_t>& racing,
+                                  const std::vector<std::vector<double>>& times, double margin) {
+  if (!(margin > 0) || racing.empty()) return racing;
+  auto fastest = [&](size_t i) { return *std::min_element(times[i].begin(), times[i].end()); };
+  double leader = std::numeric_limits<double>::infinity();
+  for (size_t i : racing) leader = std::min(leader, fastest(i));
+  std::vector<size_t> kept;
+  for (size_t i : racing)
+    if (fastest(i) <= leader * (1 + margin)) kept.push_back(i);
+  return kept;
+}
+
+// Several kernels on one shape, side by side: each checked, then interleaved rounds, the
+// kernels far behind after kRaceRounds of them timed no further (a race).
 nlohmann::json measure_set(const std::vector<const runtime::Kernel*>& ks,
-                           const std::vector<int64_t>& shape, ShapeData& d,
+                           const std::vector<int64_t>& shape, ShapeData& d, DrawnInputs& drawn,
                            const nlohmann::json& init, const std::string& fault) {
   const TimingPlan plan(init);
   std::vector<KernelArgs> args;
@@ -346,7 +406,7 @@ nlohmann::json measure_set(const std::vector<const runtime::Kernel*>& ks,
   std::vector<double> rel(ks.size(), 0);
   std::vector<size_t> timed;  // the correct ones
   for (size_t i = 0; i < ks.size(); ++i) {
-    args.push_back(make_args(*ks[i], shape, d));
+    args.push_back(make_args(*ks[i], shape, d, drawn));
     out[i] = check_kernel(*ks[i], shape, d, args[i], init, fault, rel[i]);
     if (out[i].empty()) timed.push_back(i);
   }
@@ -363,11 +423,24 @@ nlohmann::json measure_set(const std::vector<const runtime::Kernel*>& ks,
   while (attempt < plan.max_attempts && !timed.empty()) {
     ++attempt;
     std::vector<std::vector<double>> times(ks.size());
-    for (int r = 0; r < plan.repeats; ++r)
-      for (size_t i : timed) {
-        runs[i]();  // warm: this kernel's own packed panels back in cache
-        times[i].push_back(time_burst(runs[i], inner[i], slow_attempt(fault, attempt) && r % 2));
+    std::vector<size_t> racing = timed;
+    // The packed input of the kernel that ran last (the warm-ups ran in `timed` order).
+    const void* last_packed = args[timed.back()].packed.get();
+    for (int r = 0; r < plan.repeats; ++r) {
+      if (r >= kRaceRounds && plan.race_margin > 0) {
+        racing = still_in_race(racing, times, race_margin_after(r, plan.race_margin));
+        if (racing.size() < 2) break;  // the leader alone: no rival left to time it against
       }
+      for (size_t i : racing) {
+        // Warm: this kernel's own packed panels back in cache, unless the kernel before
+        // it read the same ones (and the same inputs and output: all of its data).
+        if (args[i].packed.get() != last_packed) runs[i]();
+        last_packed = args[i].packed.get();
+        const bool slow = (slow_attempt(fault, attempt) && r % 2) ||
+                          (fault == "slow-first" && i == timed.front());
+        times[i].push_back(time_burst(runs[i], inner[i], slow));
+      }
+    }
     std::vector<BurstStats> stats(ks.size());
     double worst = 0;
     for (size_t i : timed) {
@@ -443,7 +516,7 @@ int measure_worker_main(int argc, char** argv) {
         if (data.size() > 16) data.clear();  // bounded memory across many shapes
         auto d = data.find(shape);
         if (d == data.end()) d = data.emplace(shape, make_data(op, shape, drawn, rng)).first;
-        nlohmann::json r = measure_kernel(it->second, shape, d->second, init, fault);
+        nlohmann::json r = measure_kernel(it->second, shape, d->second, drawn, init, fault);
         r["id"] = id;
         kernels.erase(it);
         reply(r);
@@ -460,7 +533,7 @@ int measure_worker_main(int argc, char** argv) {
         if (data.size() > 16) data.clear();
         auto d = data.find(shape);
         if (d == data.end()) d = data.emplace(shape, make_data(op, shape, drawn, rng)).first;
-        reply({{"id", id}, {"results", measure_set(set, shape, d->second, init, fault)}});
+        reply({{"id", id}, {"results", measure_set(set, shape, d->second, drawn, init, fault)}});
       } else {
         reply({{"id", id}, {"error", "unknown command '" + cmd + "'"}});
       }

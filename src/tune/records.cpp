@@ -167,6 +167,7 @@ nlohmann::json to_json(const TuningRecord& r) {
     j["spread"] = r.timing->spread;
     j["attempts"] = r.timing->attempts;
     j["disturbed"] = r.timing->disturbed;
+    if (r.timing->bursts > 0) j["bursts"] = r.timing->bursts;
   }
   return j;
 }
@@ -215,6 +216,7 @@ TuningRecord record_from_json(const nlohmann::json& j) {
       user_error("record: timing spread: {}", e.what());
     }
     t.attempts = int(integer("attempts"));
+    if (j.contains("bursts")) t.bursts = int(integer("bursts"));
     r.timing = t;
   }
   if (r.shape.empty()) user_error("record: empty shape");

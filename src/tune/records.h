@@ -64,6 +64,10 @@ struct TimingSpread {
   double spread = 0;          // inter-quartile range of the bursts / median
   int attempts = 1;           // measurement attempts made (re-measured while disturbed)
   bool disturbed = false;     // every attempt's spread was beyond the threshold
+  // Timed bursts behind the figures (of the kept attempt); fewer than the plan's repeats
+  // where a side-by-side window dropped the kernel from its race (MeasureOptions::
+  // race_margin). 0: unknown (a record written before the field).
+  int bursts = 0;
 };
 
 struct TuningRecord {

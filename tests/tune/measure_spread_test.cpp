@@ -111,6 +111,42 @@ TEST(MeasureSpread, SideBySideChecksAndTimesEachKernel) {
   }
 }
 
+// A race: a kernel far behind the window's fastest after kRaceRounds rounds is timed no
+// further, the margin narrows after each later round, and a window whose leader is left
+// alone ends. Without a margin, every kernel runs every round.
+TEST(MeasureSpread, SideBySideDropsAKernelFarBehindFromTheRace) {
+  const std::vector<schedule::AnySchedule> ks = {kernel(2), kernel(3), kernel(4)};
+  MeasureOptions o = options();
+  o.repeats = 7;
+  o.max_attempts = 1;           // one attempt: the burst counts are the race's alone
+  ASSERT_GT(o.race_margin, 0);  // racing is the default
+  {
+    Measurer m(small_dense(), o);
+    // The first kernel's every burst is four times its real time.
+    std::vector<MeasureResult> r = m.measure_side_by_side(ks, {23}, "slow-first");
+    ASSERT_EQ(r.size(), 3u);
+    for (const MeasureResult& one : r) ASSERT_TRUE(one.error.empty()) << one.error;
+    EXPECT_EQ(r[0].timing.bursts, kRaceRounds);
+    EXPECT_GT(r[0].timing.min_seconds, 0);
+    EXPECT_LT(r[0].gflops, std::max(r[1].gflops, r[2].gflops) / (1 + o.race_margin));
+    // The fastest was never dropped: it has the most bursts; the race ran all rounds or
+    // stopped when the fastest was alone.
+    const MeasureResult& fastest = r[1].gflops > r[2].gflops ? r[1] : r[2];
+    const MeasureResult& other = r[1].gflops > r[2].gflops ? r[2] : r[1];
+    EXPECT_GE(fastest.timing.bursts, other.timing.bursts);
+    EXPECT_GE(other.timing.bursts, kRaceRounds);
+    EXPECT_TRUE(fastest.timing.bursts == o.repeats || fastest.timing.bursts > other.timing.bursts)
+        << fastest.timing.bursts << " bursts beside " << other.timing.bursts;
+  }
+  o.race_margin = 0;
+  Measurer m(small_dense(), o);
+  std::vector<MeasureResult> r = m.measure_side_by_side(ks, {23}, "slow-first");
+  for (const MeasureResult& one : r) {
+    ASSERT_TRUE(one.error.empty()) << one.error;
+    EXPECT_EQ(one.timing.bursts, o.repeats);
+  }
+}
+
 class SpreadRecordsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -134,7 +170,7 @@ TEST_F(SpreadRecordsTest, SpreadFieldsRoundTripAndFinalIsAnOrigin) {
   r.origin = Origin::Final;
   r.seconds = 2e-6;
   r.gflops = 5;
-  r.timing = TimingSpread{2e-6, 2.5e-6, 0.31, 3, true};
+  r.timing = TimingSpread{2e-6, 2.5e-6, 0.31, 3, true, 4};
   {
     RecordFile f = RecordFile::open(options());
     f.append(r);
@@ -150,6 +186,7 @@ TEST_F(SpreadRecordsTest, SpreadFieldsRoundTripAndFinalIsAnOrigin) {
   EXPECT_DOUBLE_EQ(back.timing->spread, 0.31);
   EXPECT_EQ(back.timing->attempts, 3);
   EXPECT_TRUE(back.timing->disturbed);
+  EXPECT_EQ(back.timing->bursts, 4);
   EXPECT_TRUE(back.ok());
   EXPECT_FALSE(back.clean());  // not learned from
 }
@@ -174,6 +211,18 @@ TEST_F(SpreadRecordsTest, RecordsWrittenBeforeTheSpreadLoadAsUnknown) {
   ASSERT_EQ(f.records().size(), 1u);
   EXPECT_FALSE(f.records()[0].timing.has_value());
   EXPECT_TRUE(f.records()[0].clean());  // unknown spread: learned from as before
+  // A spread without the burst count (written before it existed): bursts unknown.
+  nlohmann::json no_bursts = old;
+  no_bursts.update({{"min_seconds", 1e-5},
+                    {"median_seconds", 1.1e-5},
+                    {"spread", 0.05},
+                    {"attempts", 1},
+                    {"disturbed", false}});
+  TuningRecord read = record_from_json(no_bursts);
+  ASSERT_TRUE(read.timing.has_value());
+  EXPECT_EQ(read.timing->bursts, 0);
+  no_bursts["bursts"] = 2.5;
+  EXPECT_USER_ERROR(record_from_json(no_bursts), "bursts");
   // Half a spread is refused, naming what is missing.
   nlohmann::json half = old;
   half["spread"] = 0.1;
