@@ -15,6 +15,7 @@
 #include <random>
 #include <span>
 #include <thread>
+#include <tuple>
 
 #include "codegen/llvm/object_cache.h"
 #include "ops/work.h"
@@ -30,64 +31,66 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Random inputs of one shape and the reference values at sampled output elements.
-struct ShapeData {
-  std::vector<runtime::AlignedBuffer> inputs;
-  int64_t output_size = 0;
-  runtime::AlignedBuffer out;   // every kernel's output on this shape (poisoned per check)
-  std::vector<int64_t> sample;  // flat output indices checked against the reference
-  std::vector<double> want;
-};
-
-// The last random values drawn for each input: an input whose size does not depend on
-// the shape (a weight matrix, a bias) takes the same values on every shape, copied
-// rather than drawn again (drawing a 2304 x 768 weight cost more than timing a kernel).
-// Beside them, their pre-packed forms by (input, packed layout): kernels of one layout
-// share one, as a module's kernels do, and a kernel met again on another shape (side by
-// side) packs nothing again (packing a 2304 x 768 weight took about as long as the
-// kernel's correctness check and warm-up together).
+// Random input values, drawn once per input and shared by every shape: the values of a
+// size are the first `size` of one growing buffer (a larger size draws only the new tail),
+// so a weight matrix, whose size does not depend on the shape, has the same values on
+// every shape, and an activation of M rows is the first M rows of the largest drawn;
+// nothing is copied or drawn again per shape (drawing a 2304 x 768 weight cost more
+// than timing a kernel). Beside them, their pre-packed forms by (input, packed layout):
+// kernels of one layout share one, as a module's kernels do, and a kernel met again on
+// another shape (side by side) packs nothing again (packing a 2304 x 768 weight took
+// about as long as the kernel's correctness check and warm-up together).
 struct DrawnInputs {
-  std::vector<runtime::AlignedBuffer> last;
-  std::map<std::pair<size_t, uint64_t>, std::shared_ptr<const runtime::AlignedBuffer>> packed;
-  const runtime::AlignedBuffer& draw(size_t input, int64_t size, std::mt19937_64& rng) {
-    if (last.size() <= input) last.resize(input + 1);
-    if (last[input].size() != size) {
+  std::vector<runtime::AlignedBuffer> values;
+  std::map<std::tuple<size_t, uint64_t, int64_t>, std::shared_ptr<const runtime::AlignedBuffer>>
+      packed;
+  std::mt19937_64 rng{12345};
+  // At least `size` values of input `input`; the first `size` never change.
+  const float* draw(size_t input, int64_t size) {
+    if (values.size() <= input) values.resize(input + 1);
+    runtime::AlignedBuffer& v = values[input];
+    if (v.size() < size) {
+      runtime::AlignedBuffer grown(size);
+      std::copy(v.data(), v.data() + v.size(), grown.data());
       std::uniform_real_distribution<float> dist(-1, 1);
-      last[input] = runtime::AlignedBuffer(size);
-      for (int64_t j = 0; j < size; ++j) last[input][j] = dist(rng);
-      std::erase_if(packed, [&](const auto& p) { return p.first.first == input; });
+      for (int64_t j = v.size(); j < size; ++j) grown[j] = dist(rng);
+      v = std::move(grown);
     }
-    return last[input];
+    return v.data();
   }
-  // Input `input` (drawn on this shape) pre-packed for `k`.
+  // The first `size` values of input `input` pre-packed for `k`.
   std::shared_ptr<const runtime::AlignedBuffer> pack(const runtime::Kernel& k,
                                                      const std::vector<int64_t>& shape,
-                                                     size_t input) {
-    const std::pair<size_t, uint64_t> key{input, k.packed_layout()};
+                                                     size_t input, int64_t size) {
+    const std::tuple<size_t, uint64_t, int64_t> key{input, k.packed_layout(), size};
     auto it = packed.find(key);
     if (it != packed.end()) return it->second;
     if (packed.size() >= 16) packed.clear();  // bounded memory across many layouts
-    const runtime::AlignedBuffer& values = last.at(input);
-    auto p = std::make_shared<const runtime::AlignedBuffer>(
-        k.prepack(shape, {values.data(), values.size()}));
+    auto p =
+        std::make_shared<const runtime::AlignedBuffer>(k.prepack(shape, {draw(input, size), size}));
     packed.emplace(key, p);
     return p;
   }
 };
 
-ShapeData make_data(const te::Operator& op, const std::vector<int64_t>& shape, DrawnInputs& drawn,
-                    std::mt19937_64& rng) {
+// One shape's input sizes and the reference values at sampled output elements (the
+// inputs themselves are DrawnInputs').
+struct ShapeData {
+  std::vector<int64_t> input_sizes;
+  int64_t output_size = 0;
+  std::vector<int64_t> sample;  // flat output indices checked against the reference
+  std::vector<double> want;
+};
+
+ShapeData make_data(const te::Operator& op, const std::vector<int64_t>& shape, DrawnInputs& drawn) {
   ShapeData d;
   std::vector<int64_t> sizes = op.buffer_sizes(op.bind(shape));
   std::vector<const float*> pointers;
   for (size_t i = 0; i + 1 < sizes.size(); ++i) {
-    const runtime::AlignedBuffer& values = drawn.draw(i, sizes[i], rng);
-    d.inputs.emplace_back(sizes[i]);
-    std::copy(values.data(), values.data() + sizes[i], d.inputs.back().data());
-    pointers.push_back(d.inputs.back().data());
+    d.input_sizes.push_back(sizes[i]);
+    pointers.push_back(drawn.draw(i, sizes[i]));
   }
   d.output_size = sizes.back();
-  d.out = runtime::AlignedBuffer(d.output_size);
   // The first and last rows whole (edge tiles of every kind meet there), the first and
   // last column of random rows, and random elements. Every element is also checked for
   // having been written (the output is poisoned with NaN).
@@ -98,6 +101,7 @@ ShapeData make_data(const te::Operator& op, const std::vector<int64_t>& shape, D
     d.sample.push_back(j);
     d.sample.push_back((rows - 1) * row + j);
   }
+  std::mt19937_64& rng = drawn.rng;
   std::uniform_int_distribution<int64_t> any_row(0, rows - 1), any(0, d.output_size - 1);
   for (int i = 0; i < 32; ++i) {
     int64_t r = any_row(rng);
@@ -112,9 +116,9 @@ ShapeData make_data(const te::Operator& op, const std::vector<int64_t>& shape, D
 }
 
 // One kernel's arguments on one shape: the inputs (the constant one pre-packed when the
-// kernel wants it) and the output. Kernels side by side share the shape's inputs and
-// output, and those of one packed layout the packed input too: then one kernel's burst
-// leaves in cache what the next one's reads.
+// kernel wants it) and the output. Kernels side by side share the inputs and the output,
+// and those of one packed layout the packed input too: then one kernel's burst leaves in
+// cache what the next one's reads.
 struct KernelArgs {
   std::vector<runtime::ConstTensor> inputs;
   std::shared_ptr<const runtime::AlignedBuffer> packed;  // shared with kernels of its layout
@@ -123,19 +127,20 @@ struct KernelArgs {
   runtime::MutableTensor output() { return out; }
 };
 
-KernelArgs make_args(const runtime::Kernel& k, const std::vector<int64_t>& shape, ShapeData& d,
-                     DrawnInputs& drawn) {
+KernelArgs make_args(const runtime::Kernel& k, const std::vector<int64_t>& shape,
+                     const ShapeData& d, DrawnInputs& drawn, runtime::AlignedBuffer& out) {
   KernelArgs a;
-  for (size_t i = 0; i < d.inputs.size(); ++i) {
+  for (size_t i = 0; i < d.input_sizes.size(); ++i) {
+    const int64_t size = d.input_sizes[i];
     if (k.needs_prepack() && int(i) == k.prepacked_input()) {
-      a.packed = drawn.pack(k, shape, i);
+      a.packed = drawn.pack(k, shape, i, size);
       a.inputs.push_back({a.packed->data(), a.packed->size()});
     } else {
-      a.inputs.push_back({d.inputs[i].data(), d.inputs[i].size()});
+      a.inputs.push_back({drawn.draw(i, size), size});
     }
     if (k.op().inputs[i].constant) a.constants.push_back(i);
   }
-  a.out = {d.out.data(), d.out.size()};
+  a.out = {out.data(), out.size()};
   return a;
 }
 
@@ -348,9 +353,10 @@ bool slow_attempt(const std::string& fault, int attempt) {
 }
 
 nlohmann::json measure_kernel(const runtime::Kernel& k, const std::vector<int64_t>& shape,
-                              ShapeData& d, DrawnInputs& drawn, const nlohmann::json& init,
+                              const ShapeData& d, DrawnInputs& drawn, const nlohmann::json& init,
                               const std::string& fault) {
-  KernelArgs a = make_args(k, shape, d, drawn);
+  runtime::AlignedBuffer out(d.output_size);
+  KernelArgs a = make_args(k, shape, d, drawn, out);
   double rel = 0;
   nlohmann::json error = check_kernel(k, shape, d, a, init, fault, rel);
   if (!error.empty()) return error;
@@ -398,15 +404,17 @@ std::vector<size_t> still_in_race(const std::vector<size_t>& racing,
 // Several kernels on one shape, side by side: each checked, then interleaved rounds, the
 // kernels far behind after kRaceRounds of them timed no further (a race).
 nlohmann::json measure_set(const std::vector<const runtime::Kernel*>& ks,
-                           const std::vector<int64_t>& shape, ShapeData& d, DrawnInputs& drawn,
-                           const nlohmann::json& init, const std::string& fault) {
+                           const std::vector<int64_t>& shape, const ShapeData& d,
+                           DrawnInputs& drawn, const nlohmann::json& init,
+                           const std::string& fault) {
   const TimingPlan plan(init);
+  runtime::AlignedBuffer shared_out(d.output_size);  // every kernel's, poisoned per check
   std::vector<KernelArgs> args;
   std::vector<nlohmann::json> out(ks.size());
   std::vector<double> rel(ks.size(), 0);
   std::vector<size_t> timed;  // the correct ones
   for (size_t i = 0; i < ks.size(); ++i) {
-    args.push_back(make_args(*ks[i], shape, d, drawn));
+    args.push_back(make_args(*ks[i], shape, d, drawn, shared_out));
     out[i] = check_kernel(*ks[i], shape, d, args[i], init, fault, rel[i]);
     if (out[i].empty()) timed.push_back(i);
   }
@@ -487,7 +495,6 @@ int measure_worker_main(int argc, char** argv) {
   codegen::ObjectCacheScope cache(init.value("object_cache_dir", std::string()));
   std::map<int64_t, runtime::Kernel> kernels;
   std::map<std::vector<int64_t>, ShapeData> data;
-  std::mt19937_64 rng(12345);
   DrawnInputs drawn;
   while (std::getline(std::cin, line)) {
     nlohmann::json req = nlohmann::json::parse(line, nullptr, false);
@@ -513,9 +520,9 @@ int measure_worker_main(int argc, char** argv) {
           continue;
         }
         std::vector<int64_t> shape = req.at("shape").get<std::vector<int64_t>>();
-        if (data.size() > 16) data.clear();  // bounded memory across many shapes
+        if (data.size() > 512) data.clear();  // bounded memory (a shape's data: its samples)
         auto d = data.find(shape);
-        if (d == data.end()) d = data.emplace(shape, make_data(op, shape, drawn, rng)).first;
+        if (d == data.end()) d = data.emplace(shape, make_data(op, shape, drawn)).first;
         nlohmann::json r = measure_kernel(it->second, shape, d->second, drawn, init, fault);
         r["id"] = id;
         kernels.erase(it);
@@ -530,9 +537,9 @@ int measure_worker_main(int argc, char** argv) {
           set.push_back(&it->second);
         }
         std::vector<int64_t> shape = req.at("shape").get<std::vector<int64_t>>();
-        if (data.size() > 16) data.clear();
+        if (data.size() > 512) data.clear();
         auto d = data.find(shape);
-        if (d == data.end()) d = data.emplace(shape, make_data(op, shape, drawn, rng)).first;
+        if (d == data.end()) d = data.emplace(shape, make_data(op, shape, drawn)).first;
         reply({{"id", id}, {"results", measure_set(set, shape, d->second, drawn, init, fault)}});
       } else {
         reply({{"id", id}, {"error", "unknown command '" + cmd + "'"}});
