@@ -21,7 +21,9 @@ struct Selection {
 // yet covered. k starts at 1 and grows while more than `max_kernels` would be picked.
 // Slots the cover leaves spare then go to the kernels that most raise the weighted
 // score / best, each making some shape at least 3% faster than the kernels already chosen.
-// Each shape is then assigned the selected kernel with its highest score.
+// Then single swaps of a chosen kernel for one left out, while a swap raises the weighted
+// sum of log(score / best) (a shape left on its second kernel far below its first, with
+// every slot taken). Each shape is then assigned the selected kernel with its highest score.
 Selection select_micro_kernels(const std::vector<std::vector<double>>& score,
                                const std::vector<double>& weights, int max_kernels);
 
