@@ -437,7 +437,9 @@ nlohmann::json measure_set(const std::vector<const runtime::Kernel*>& ks,
     for (int r = 0; r < plan.repeats; ++r) {
       if (r >= kRaceRounds && plan.race_margin > 0) {
         racing = still_in_race(racing, times, race_margin_after(r, plan.race_margin));
-        if (racing.size() < 2) break;  // the leader alone: no rival left to time it against
+        // The leader left alone: no rival to time it against (a window of one kernel
+        // from the start is timed in full, as one measured alone).
+        if (racing.size() < 2 && timed.size() >= 2) break;
       }
       for (size_t i : racing) {
         // Warm: this kernel's own packed panels back in cache, unless the kernel before

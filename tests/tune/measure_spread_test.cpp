@@ -144,6 +144,14 @@ TEST(MeasureSpread, SideBySideDropsAKernelFarBehindFromTheRace) {
       EXPECT_EQ(one.timing.bursts, kRaceRounds);
     }
   }
+  {
+    // A window of one kernel from the start has no race: timed in full.
+    Measurer m(small_dense(), o);
+    std::vector<MeasureResult> one = m.measure_side_by_side({ks[1]}, {23});
+    ASSERT_EQ(one.size(), 1u);
+    ASSERT_TRUE(one[0].error.empty()) << one[0].error;
+    EXPECT_EQ(one[0].timing.bursts, o.repeats);
+  }
   o.race_margin = 0;
   Measurer m(small_dense(), o);
   std::vector<MeasureResult> r = m.measure_side_by_side(ks, {23}, "slow-first");
