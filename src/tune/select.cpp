@@ -10,6 +10,10 @@ namespace dietcode::tune {
 
 namespace {
 
+// A kernel earns a spare slot, or a swap in, only by making some shape at least this much
+// faster than the kernels already chosen.
+constexpr double kFillGain = 0.03;
+
 // One greedy cover at a given k; returns the chosen kernel indices.
 std::vector<int> greedy_cover(const std::vector<std::vector<double>>& norm,
                               const std::vector<double>& weights, int k) {
@@ -52,7 +56,6 @@ std::vector<int> greedy_cover(const std::vector<std::vector<double>>& norm,
 void fill_spare_slots(const std::vector<std::vector<double>>& norm,
                       const std::vector<double>& weights, int max_kernels,
                       std::vector<int>& chosen) {
-  constexpr double kFillGain = 0.03;
   const size_t shapes = norm.size(), kernels = norm[0].size();
   std::vector<double> current(shapes, 0.0);
   for (size_t s = 0; s < shapes; ++s)
@@ -89,7 +92,6 @@ void fill_spare_slots(const std::vector<std::vector<double>>& norm,
 // the newcomer makes some shape at least kFillGain faster; at most a few rounds.
 void improve_by_swaps(const std::vector<std::vector<double>>& norm,
                       const std::vector<double>& weights, std::vector<int>& chosen) {
-  constexpr double kFillGain = 0.03;
   const size_t shapes = norm.size(), kernels = norm[0].size();
   auto objective = [&](const std::vector<int>& set) {
     double sum = 0;
@@ -101,21 +103,25 @@ void improve_by_swaps(const std::vector<std::vector<double>>& norm,
     return sum;
   };
   for (size_t round = 0; round < 2 * chosen.size(); ++round) {
-    const double now = objective(chosen);
-    double best_value = now + 1e-9;
+    // Which left-out kernels make some shape kFillGain faster than the chosen ones.
+    std::vector<double> current(shapes, 0.0);
+    for (size_t s = 0; s < shapes; ++s)
+      for (int c : chosen) current[s] = std::max(current[s], norm[s][c]);
+    std::vector<int> newcomers;
+    for (size_t j = 0; j < kernels; ++j) {
+      if (std::find(chosen.begin(), chosen.end(), int(j)) != chosen.end()) continue;
+      for (size_t s = 0; s < shapes; ++s)
+        if (norm[s][j] >= current[s] * (1 + kFillGain)) {
+          newcomers.push_back(int(j));
+          break;
+        }
+    }
+    double best_value = objective(chosen) + 1e-9;
     std::vector<int> best_set;
     for (size_t p = 0; p < chosen.size(); ++p)
-      for (size_t j = 0; j < kernels; ++j) {
-        if (std::find(chosen.begin(), chosen.end(), int(j)) != chosen.end()) continue;
+      for (int j : newcomers) {
         std::vector<int> trial = chosen;
-        trial[p] = int(j);
-        bool helps = false;
-        for (size_t s = 0; s < shapes && !helps; ++s) {
-          double current = 0;
-          for (int c : chosen) current = std::max(current, norm[s][c]);
-          helps = norm[s][j] >= current * (1 + kFillGain);
-        }
-        if (!helps) continue;
+        trial[p] = j;
         const double value = objective(trial);
         if (value > best_value) {
           best_value = value;
