@@ -1,6 +1,7 @@
 #include "schedule/micro_kernel.h"
 
 #include <algorithm>
+#include <bit>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -253,6 +254,50 @@ int64_t max_tile_vectors(int64_t mr, int64_t registers) {
   int64_t v = 0;
   while (tile_registers(mr, v + 1) <= registers) ++v;
   return v;
+}
+
+std::vector<EdgePass> edge_passes(int64_t mr, int64_t vectors, int64_t vector_bytes, int64_t kc,
+                                  int64_t rows) {
+  DC_INTERNAL_CHECK(rows >= 1 && rows < mr, "edge_passes: {} rows of a {}-row tile", rows, mr);
+  std::vector<int64_t> heights{mr};  // tallest first
+  for (int64_t h = int64_t{1} << 62; h >= 1; h /= 2)
+    if (h < mr) heights.push_back(h);
+  const int64_t b_bytes = vectors * vector_bytes;
+  const double bytes_per_cycle = kc * b_bytes <= 32 * 1024 ? 128.0 : 32.0;
+  auto pass_cycles = [&](int64_t h) {
+    return std::max(double(h * vectors) / 2.0, double(b_bytes) / bytes_per_cycle);
+  };
+  // Every set of heights, tallest first, whose passes but the last are whole and cover
+  // fewer than `rows`, and whose last covers the rest: the cheapest, then the fewest
+  // passes, then the fewest rows computed.
+  std::vector<EdgePass> best;
+  double best_cycles = 0;
+  int64_t best_computed = 0;
+  for (uint32_t set = 1; set < (uint32_t{1} << heights.size()); ++set) {
+    std::vector<EdgePass> passes;
+    int64_t covered = 0, computed = 0;
+    double cycles = 0;
+    for (size_t i = 0; i < heights.size() && covered < rows; ++i) {
+      if (!(set & (uint32_t{1} << i))) continue;
+      const int64_t h = heights[i];
+      passes.push_back({h, std::min(h, rows - covered)});
+      covered += h;
+      computed += h;
+      cycles += pass_cycles(h);
+    }
+    // Sets with a height left over once the rows are covered repeat a cheaper one.
+    if (covered < rows || std::popcount(set) != int(passes.size())) continue;
+    const bool better = best.empty() || cycles < best_cycles - 1e-9 ||
+                        (cycles < best_cycles + 1e-9 &&
+                         (passes.size() < best.size() ||
+                          (passes.size() == best.size() && computed < best_computed)));
+    if (better) {
+      best = std::move(passes);
+      best_cycles = cycles;
+      best_computed = computed;
+    }
+  }
+  return best;
 }
 
 void validate(const MicroKernelSchedule& s) {

@@ -147,6 +147,24 @@ int64_t tile_registers(int64_t mr, int64_t vectors);
 int64_t max_tile_rows(int64_t vectors, int64_t registers);
 int64_t max_tile_vectors(int64_t mr, int64_t registers);
 
+// How a register tile of mr rows (of outer products, `vectors` vectors of `vector_bytes`
+// across, k-blocks of kc) computes an edge of `rows` < mr rows at M's end: as passes over
+// its k-loop, each a sub-tile whose height is a power of two below mr or mr itself,
+// tallest first, all of them whole but the last, which may be taller than what is left.
+// The rows of that pass past the edge repeat the edge's last row: they are computed and
+// stored twice, with the same values. Each pass streams the tile's B again, so the plan
+// trades passes against rows computed for nothing, by a per-k-step cost of each pass: the
+// larger of its multiply-adds (two vector FMAs a cycle) and its B vectors, read from L1
+// when the block's B of the tile fits there, else from L2 (128 or 32 bytes a cycle). A
+// 6 x 64 tile at M = 3 (K = 768, N = 3072, weights cold) ran as passes of 2 and 1 rows in
+// 0.53 ms, a 3 x 64 tile in 0.36: 3 rows run as one pass of 4 now, 5 as one of 6.
+struct EdgePass {
+  int64_t height;  // the sub-tile's rows
+  int64_t rows;    // of them, rows of C (the last pass: possibly fewer)
+};
+std::vector<EdgePass> edge_passes(int64_t mr, int64_t vectors, int64_t vector_bytes, int64_t kc,
+                                  int64_t rows);
+
 // Checks everything that does not depend on the operator: tile and register budget,
 // block sizes, loop order, the inner tile loop. Throws dietcode::Error saying why.
 void validate(const MicroKernelSchedule& s);

@@ -30,9 +30,11 @@ double tile_rows_done(const schedule::MicroKernelSchedule& s, int64_t m) {
   const int64_t whole = m / s.mr * s.mr, edge = m - whole;
   if (edge == 0) return double(whole);
   if (s.vector_axis == schedule::Axis::K) return double(whole + s.mr);
+  const int64_t width = schedule::vector_isa(s.isa).width;
   double rows = 0;
-  for (int64_t h = 1; h <= edge; h *= 2)
-    if (edge & h) rows += double(h) + kSubTileRows;
+  for (const schedule::EdgePass& p :
+       schedule::edge_passes(s.mr, s.nr / width, 4 * width, s.kc, edge))
+    rows += double(p.height) + kSubTileRows;
   return double(whole) + std::min(rows, double(s.mr));
 }
 

@@ -314,6 +314,47 @@ TEST(GeneratedCode, EdgeRowsMatchReferenceForEveryTileHeight) {
   EXPECT_GE(checked, 2 * (3 + 5 + 7 + 9 + 11 + 13 + 15 + 17 + 19));
 }
 
+// Edges whose plan has a pass taller than the rows left (schedule::edge_passes: where a
+// tile's B comes from L2, 3 rows of a 6-row tile run as one pass of 4 whose last row
+// repeats the third): every tile height and M up to two tiles and one more, with K in two
+// k-blocks (C loaded back between them), a residual read per row and an edge column block.
+TEST(GeneratedCode, EdgePassesThatRepeatARowMatchReference) {
+  const schedule::Isa isa = codegen::host_target().isa;
+  const schedule::VectorIsa& vec = schedule::vector_isa(isa);
+  const int64_t w = vec.width, k = 1100, kc = 550;
+  te::Operator dense = ops::dense(1, 128, 3 * w + 3, k, ops::parse_epilogue("bias+residual"));
+  std::mt19937_64 rng(11);
+  int repeating = 0, checked = 0;
+  for (int64_t vectors = 2; vectors <= 3; ++vectors)
+    for (int64_t mr = 3; mr <= schedule::max_tile_rows(vectors, vec.registers); ++mr) {
+      bool repeats = false;
+      for (int64_t rows = 1; rows < mr; ++rows)
+        for (const schedule::EdgePass& p : schedule::edge_passes(mr, vectors, 4 * w, kc, rows))
+          repeats |= p.rows < p.height;
+      if (!repeats) continue;
+      ++repeating;
+      schedule::MicroKernelSchedule s;
+      s.isa = isa;
+      s.mr = mr;
+      s.nr = vectors * w;
+      s.kc = kc;
+      s.mc = mr * 2;
+      s.nc = s.nr * 2;
+      s.unroll_k = mr % 2 ? 4 : 2;
+      s.pack_a = mr % 3 ? schedule::PackA::Direct : schedule::PackA::Packed;
+      s.pack_b = schedule::PackB::Prepacked;
+      runtime::Kernel kernel = runtime::Kernel::compile(dense, s);
+      for (int64_t m = 1; m <= 2 * mr + 1; ++m) {
+        reference::CheckCase c = reference::make_check_case(dense, {m}, rng);
+        ASSERT_LE(reference::run_check_case(kernel, c), kTolerance)
+            << "M=" << m << " schedule=" << schedule::to_json_text(s);
+        ++checked;
+      }
+    }
+  EXPECT_GE(repeating, 8);  // most heights of 2 and 3 vectors have such a pass
+  EXPECT_GE(checked, 8 * 7);
+}
+
 // Tiles of dot products (vector_axis k): every MR x NR the registers hold, on a product
 // whose epilogue reads a per-row scale and a residual, with k blocks that split K and a K
 // that ends inside a vector (masked last step), unrolled 1, 3 and 8 times (1 to 8

@@ -1,6 +1,8 @@
 // Unit tests of micro-kernel schedules: JSON round trip and validation.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -292,4 +294,51 @@ TEST(Schedule, JsonErrorsNameTheField) {
   j = schedule::to_json(good());
   j["target"] = "cuda";
   EXPECT_USER_ERROR(schedule::schedule_from_json(j), "target 'cuda' is not supported");
+}
+
+// An edge of rows < mr rows at M's end: passes tallest first, of heights that are powers
+// of two below mr or mr, all whole but the last, covering exactly the edge's rows.
+TEST(Schedule, EdgePassesCoverTheEdgeTallestFirst) {
+  using schedule::EdgePass;
+  auto plan = [](int64_t mr, int64_t vectors, int64_t bytes, int64_t kc, int64_t rows) {
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (const EdgePass& p : schedule::edge_passes(mr, vectors, bytes, kc, rows))
+      out.push_back({p.height, p.rows});
+    return out;
+  };
+  using Plan = std::vector<std::pair<int64_t, int64_t>>;
+  // 6 x 64 on AVX-512, B of a tile (768 x 64 floats) from L2: a pass of 3 rows' B costs
+  // more than one row's multiply-adds, so 3 rows are one pass of 4 and 5 one of 6.
+  EXPECT_EQ(plan(6, 4, 64, 768, 3), (Plan{{4, 3}}));
+  EXPECT_EQ(plan(6, 4, 64, 768, 5), (Plan{{6, 5}}));
+  EXPECT_EQ(plan(6, 4, 64, 768, 4), (Plan{{4, 4}}));
+  EXPECT_EQ(plan(6, 4, 64, 768, 1), (Plan{{1, 1}}));
+  // 14 x 32: 9 rows as 8 and 1 (a pass of 14 would do 5 rows for nothing), 13 as 14.
+  EXPECT_EQ(plan(14, 2, 64, 768, 9), (Plan{{8, 8}, {1, 1}}));
+  EXPECT_EQ(plan(14, 2, 64, 768, 11), (Plan{{8, 8}, {4, 3}}));
+  EXPECT_EQ(plan(14, 2, 64, 768, 13), (Plan{{14, 13}}));
+  // B of a tile in L1 (kc = 64): passes cost only their multiply-adds, so none repeats a row.
+  EXPECT_EQ(plan(6, 2, 32, 64, 5), (Plan{{4, 4}, {1, 1}}));
+  EXPECT_EQ(plan(6, 2, 32, 64, 3), (Plan{{2, 2}, {1, 1}}));
+
+  for (int64_t mr = 2; mr <= 30; ++mr)
+    for (int64_t vectors : {1, 2, 4})
+      for (int64_t kc : {16, 768})
+        for (int64_t rows = 1; rows < mr; ++rows) {
+          std::vector<EdgePass> passes = schedule::edge_passes(mr, vectors, 64, kc, rows);
+          SCOPED_TRACE(fmt::format("mr {} vectors {} kc {} rows {}", mr, vectors, kc, rows));
+          ASSERT_FALSE(passes.empty());
+          int64_t covered = 0;
+          for (size_t i = 0; i < passes.size(); ++i) {
+            const EdgePass& p = passes[i];
+            EXPECT_TRUE(p.height == mr ||
+                        (std::has_single_bit(uint64_t(p.height)) && p.height < mr));
+            if (i > 0) EXPECT_LT(p.height, passes[i - 1].height);
+            EXPECT_GE(p.rows, 1);
+            EXPECT_LE(p.rows, p.height);
+            if (i + 1 < passes.size()) EXPECT_EQ(p.rows, p.height);
+            covered += p.rows;
+          }
+          EXPECT_EQ(covered, rows);
+        }
 }
