@@ -16,7 +16,6 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
 
-#include <bit>
 #include <functional>
 #include <map>
 #include <tuple>
