@@ -280,6 +280,21 @@ TEST(GeneratedCode, TilePanelsOfBMatchReference) {
 // 1 to past two tiles (every count of edge rows, whole tiles before them or not), A packed
 // and read in place, B read in place (the N edge masked: N is not a multiple of the tile)
 // and packed, with an epilogue that reads each row (a residual) and each column (a bias).
+// The schedule's kernel against the reference at M = 1 .. 2 MR + 1: every edge of one tile
+// and of two. Returns the shapes checked.
+int check_every_edge(const te::Operator& op, const schedule::MicroKernelSchedule& s,
+                     std::mt19937_64& rng) {
+  runtime::Kernel kernel = runtime::Kernel::compile(op, s);
+  int checked = 0;
+  for (int64_t m = 1; m <= 2 * s.mr + 1; ++m) {
+    reference::CheckCase c = reference::make_check_case(op, {m}, rng);
+    EXPECT_LE(reference::run_check_case(kernel, c), kTolerance)
+        << "M=" << m << " schedule=" << schedule::to_json_text(s);
+    ++checked;
+  }
+  return checked;
+}
+
 TEST(GeneratedCode, EdgeRowsMatchReferenceForEveryTileHeight) {
   const schedule::Isa isa = codegen::host_target().isa;
   const schedule::VectorIsa& vec = schedule::vector_isa(isa);
@@ -303,13 +318,7 @@ TEST(GeneratedCode, EdgeRowsMatchReferenceForEveryTileHeight) {
         s.unroll_k = mr % 2 ? 4 : 1;
         s.pack_a = in_place || mr % 3 ? schedule::PackA::Direct : schedule::PackA::Packed;
         s.pack_b = in_place ? schedule::PackB::Direct : schedule::PackB::Prepacked;
-        runtime::Kernel kernel = runtime::Kernel::compile(op, s);
-        for (int64_t m = 1; m <= 2 * mr + 1; ++m) {
-          reference::CheckCase c = reference::make_check_case(op, {m}, rng);
-          ASSERT_LE(reference::run_check_case(kernel, c), kTolerance)
-              << "M=" << m << " schedule=" << schedule::to_json_text(s);
-          ++checked;
-        }
+        checked += check_every_edge(op, s, rng);
       }
   EXPECT_GE(checked, 2 * (3 + 5 + 7 + 9 + 11 + 13 + 15 + 17 + 19));
 }
@@ -333,23 +342,17 @@ TEST(GeneratedCode, EdgePassesThatRepeatARowMatchReference) {
           repeats |= p.rows < p.height;
       if (!repeats) continue;
       ++repeating;
-      schedule::MicroKernelSchedule s;
-      s.isa = isa;
-      s.mr = mr;
-      s.nr = vectors * w;
-      s.kc = kc;
-      s.mc = mr * 2;
-      s.nc = s.nr * 2;
-      s.unroll_k = mr % 2 ? 4 : 2;
-      s.pack_a = mr % 3 ? schedule::PackA::Direct : schedule::PackA::Packed;
-      s.pack_b = schedule::PackB::Prepacked;
-      runtime::Kernel kernel = runtime::Kernel::compile(dense, s);
-      for (int64_t m = 1; m <= 2 * mr + 1; ++m) {
-        reference::CheckCase c = reference::make_check_case(dense, {m}, rng);
-        ASSERT_LE(reference::run_check_case(kernel, c), kTolerance)
-            << "M=" << m << " schedule=" << schedule::to_json_text(s);
-        ++checked;
-      }
+      const schedule::MicroKernelSchedule s{
+          .isa = isa,
+          .mr = mr,
+          .nr = vectors * w,
+          .kc = kc,
+          .mc = mr * 2,
+          .nc = vectors * w * 2,
+          .unroll_k = mr % 2 ? 4 : 2,
+          .pack_a = mr % 3 ? schedule::PackA::Direct : schedule::PackA::Packed,
+          .pack_b = schedule::PackB::Prepacked};
+      checked += check_every_edge(dense, s, rng);
     }
   EXPECT_GE(repeating, 8);  // most heights of 2 and 3 vectors have such a pass
   EXPECT_GE(checked, 8 * 7);
