@@ -260,8 +260,7 @@ std::vector<EdgePass> edge_passes(int64_t mr, int64_t vectors, int64_t vector_by
                                   int64_t rows) {
   DC_INTERNAL_CHECK(rows >= 1 && rows < mr, "edge_passes: {} rows of a {}-row tile", rows, mr);
   std::vector<int64_t> heights{mr};  // tallest first
-  for (int64_t h = int64_t{1} << 62; h >= 1; h /= 2)
-    if (h < mr) heights.push_back(h);
+  for (int64_t h = int64_t(std::bit_floor(uint64_t(mr - 1))); h >= 1; h /= 2) heights.push_back(h);
   const int64_t b_bytes = vectors * vector_bytes;
   const double bytes_per_cycle = kc * b_bytes <= 32 * 1024 ? 128.0 : 32.0;
   auto pass_cycles = [&](int64_t h) {
@@ -269,35 +268,43 @@ std::vector<EdgePass> edge_passes(int64_t mr, int64_t vectors, int64_t vector_by
   };
   // Every set of heights, tallest first, whose passes but the last are whole and cover
   // fewer than `rows`, and whose last covers the rest: the cheapest, then the fewest
-  // passes, then the fewest rows computed.
-  std::vector<EdgePass> best;
+  // passes, then the fewest rows computed. (The cost model asks for a plan per candidate
+  // and shape: the sets are scored without allocating, the best one built once.)
+  uint32_t best = 0;
   double best_cycles = 0;
+  int best_passes = 0;
   int64_t best_computed = 0;
   for (uint32_t set = 1; set < (uint32_t{1} << heights.size()); ++set) {
-    std::vector<EdgePass> passes;
-    int64_t covered = 0, computed = 0;
+    int64_t covered = 0;
     double cycles = 0;
-    for (size_t i = 0; i < heights.size() && covered < rows; ++i) {
-      if (!(set & (uint32_t{1} << i))) continue;
-      const int64_t h = heights[i];
-      passes.push_back({h, std::min(h, rows - covered)});
-      covered += h;
-      computed += h;
-      cycles += pass_cycles(h);
-    }
+    int passes = 0;
+    for (size_t i = 0; i < heights.size() && covered < rows; ++i)
+      if (set & (uint32_t{1} << i)) {
+        covered += heights[i];
+        cycles += pass_cycles(heights[i]);
+        ++passes;
+      }
     // Sets with a height left over once the rows are covered repeat a cheaper one.
-    if (covered < rows || std::popcount(set) != int(passes.size())) continue;
-    const bool better = best.empty() || cycles < best_cycles - 1e-9 ||
-                        (cycles < best_cycles + 1e-9 &&
-                         (passes.size() < best.size() ||
-                          (passes.size() == best.size() && computed < best_computed)));
+    if (covered < rows || std::popcount(set) != passes) continue;
+    const bool better =
+        best == 0 || cycles < best_cycles - 1e-9 ||
+        (cycles < best_cycles + 1e-9 &&
+         (passes < best_passes || (passes == best_passes && covered < best_computed)));
     if (better) {
-      best = std::move(passes);
+      best = set;
       best_cycles = cycles;
-      best_computed = computed;
+      best_passes = passes;
+      best_computed = covered;
     }
   }
-  return best;
+  std::vector<EdgePass> plan;
+  int64_t covered = 0;
+  for (size_t i = 0; i < heights.size(); ++i)
+    if (best & (uint32_t{1} << i)) {
+      plan.push_back({heights[i], std::min(heights[i], rows - covered)});
+      covered += heights[i];
+    }
+  return plan;
 }
 
 void validate(const MicroKernelSchedule& s) {
