@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -221,6 +223,40 @@ struct Measurer::Impl {
   }
 };
 
+namespace {
+
+// The workers' object caches: DIR/dietcode-objects-PID-XXXXXX, PID the tuning process.
+constexpr const char* kObjectDirPrefix = "dietcode-objects-";
+
+// A tuning process killed (SIGKILL, Ctrl-C) never runs the destructor that removes its
+// object cache: the next Measurer removes those left by processes that are gone, once
+// nothing has been written to them for an hour (a process of the same number in another
+// PID namespace that shares the directory is not taken for gone while it writes).
+void remove_orphaned_object_dirs() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path tmp = fs::temp_directory_path(ec);
+  if (ec) return;
+  const std::string prefix = kObjectDirPrefix;
+  const auto stale = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  for (fs::directory_iterator it(tmp, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const size_t dash = name.find('-', prefix.size());
+    if (dash == std::string::npos) continue;  // no PID in the name: not ours to judge
+    pid_t pid = 0;
+    const char* first = name.data() + prefix.size();
+    const char* last = name.data() + dash;
+    if (std::from_chars(first, last, pid).ptr != last) continue;
+    std::error_code e;
+    if (pid <= 0 || !(::kill(pid, 0) != 0 && errno == ESRCH)) continue;
+    if (!it->is_directory(e) || fs::last_write_time(it->path(), e) > stale || e) continue;
+    fs::remove_all(it->path(), e);
+  }
+}
+
+}  // namespace
+
 Measurer::Measurer(const ops::OperatorSpec& op, const MeasureOptions& options)
     : impl_(std::make_unique<Impl>()) {
   impl_->op = op;
@@ -234,8 +270,10 @@ Measurer::Measurer(const ops::OperatorSpec& op, const MeasureOptions& options)
   // A worker that dies makes writes to its pipe raise SIGPIPE; the read that follows
   // reports the death instead.
   ::signal(SIGPIPE, SIG_IGN);
-  std::string object_dir =
-      (std::filesystem::temp_directory_path() / "dietcode-objects-XXXXXX").string();
+  remove_orphaned_object_dirs();
+  std::string object_dir = (std::filesystem::temp_directory_path() /
+                            fmt::format("{}{}-XXXXXX", kObjectDirPrefix, ::getpid()))
+                               .string();
   if (::mkdtemp(object_dir.data())) impl_->object_dir = object_dir;
   impl_->init = {{"operator", ops::to_json(op)},
                  {"object_cache_dir", impl_->object_dir},

@@ -2,7 +2,16 @@
 // result is recorded as an error, and the rest of the batch is measured.
 #include "tune/measure.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
 
 #include "codegen/llvm/target.h"
 #include "test_support.h"
@@ -104,6 +113,86 @@ TEST(Measure, ColdWeightsMeasureAloneAndSideBySide) {
   }
   EXPECT_NE(workload_json(small_dense(), 1, true), workload_json(small_dense(), 1, false));
   EXPECT_EQ(workload_json(small_dense(), 1), workload_json(small_dense(), 1, false));
+}
+
+}  // namespace
+}  // namespace dietcode::tune
+
+namespace dietcode::tune {
+namespace {
+
+// The workers' object cache is a temporary directory named after the tuning process; one
+// left by a process that was killed (its destructor never ran) is removed by the next
+// Measurer, once untouched for an hour. Those of live processes and fresh ones stay.
+class ObjectCacheDirTest : public testing::ScratchDirTest {
+ protected:
+  void SetUp() override {
+    ScratchDirTest::SetUp();
+    const char* old = std::getenv("TMPDIR");
+    if (old) old_tmpdir_ = old;
+    ::setenv("TMPDIR", dir_.c_str(), 1);
+  }
+  void TearDown() override {
+    if (old_tmpdir_)
+      ::setenv("TMPDIR", old_tmpdir_->c_str(), 1);
+    else
+      ::unsetenv("TMPDIR");
+    ScratchDirTest::TearDown();
+  }
+  // A directory as a process `pid` would have left it, with one object, last written
+  // `age` ago.
+  std::filesystem::path left_by(pid_t pid, const std::string& tail, std::chrono::minutes age) {
+    const std::filesystem::path d = dir_ / fmt::format("dietcode-objects-{}-{}", pid, tail);
+    std::filesystem::create_directories(d);
+    std::FILE* f = std::fopen((d / "dc0123.o").c_str(), "w");
+    std::fclose(f);
+    std::filesystem::last_write_time(d, std::filesystem::file_time_type::clock::now() - age);
+    return d;
+  }
+  std::optional<std::string> old_tmpdir_;
+};
+
+// The number of a process that has exited and been reaped.
+pid_t gone_process() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+TEST_F(ObjectCacheDirTest, ThoseOfKilledProcessesAreRemovedByTheNextMeasurer) {
+  using std::chrono::minutes;
+  const pid_t gone = gone_process();
+  const auto orphan = left_by(gone, "aaaaaa", minutes(120));
+  const auto recent = left_by(gone, "bbbbbb", minutes(5));         // may still be in use
+  const auto alive = left_by(::getpid(), "cccccc", minutes(120));  // a live process's
+  const auto unnumbered = dir_ / "dietcode-objects-dddddd";        // not named by a PID
+  std::filesystem::create_directories(unnumbered);
+  std::filesystem::last_write_time(unnumbered,
+                                   std::filesystem::file_time_type::clock::now() - minutes(120));
+  auto ours = [&] {
+    std::vector<std::filesystem::path> found;
+    for (const auto& e : std::filesystem::directory_iterator(dir_))
+      if (e.path().filename().string().rfind(fmt::format("dietcode-objects-{}-", ::getpid()), 0) ==
+              0 &&
+          e.path() != alive)
+        found.push_back(e.path());
+    return found;
+  };
+  {
+    Measurer m(small_dense(), options());
+    EXPECT_FALSE(std::filesystem::exists(orphan));
+    EXPECT_TRUE(std::filesystem::exists(recent));
+    EXPECT_TRUE(std::filesystem::exists(alive));
+    EXPECT_TRUE(std::filesystem::exists(unnumbered));
+    // Its own cache, named after this process, is used by the workers.
+    EXPECT_EQ(ours().size(), 1u);
+    std::vector<MeasureResult> r = m.measure({{kernel(2), {7}, ""}});
+    EXPECT_TRUE(r[0].error.empty()) << r[0].error;
+    ASSERT_EQ(ours().size(), 1u);
+    EXPECT_FALSE(std::filesystem::is_empty(ours()[0]));
+  }
+  EXPECT_TRUE(ours().empty());  // removed with the Measurer
 }
 
 }  // namespace
