@@ -78,24 +78,54 @@ std::vector<FinalistWindow> plan_finalists(const std::vector<std::vector<int64_t
   return out;
 }
 
-std::vector<int> measured_best(const std::vector<std::vector<int64_t>>& declared,
-                               const std::vector<AnySchedule>& candidates,
-                               const std::vector<TuningRecord>& records) {
+namespace {
+
+// For each declared shape, the candidate whose record there (of the search or its
+// probes) is fastest, with its GFLOP/s, or {-1, 0}.
+std::vector<std::pair<int, double>> fastest_measured(
+    const std::vector<std::vector<int64_t>>& declared, const std::vector<AnySchedule>& candidates,
+    const std::vector<TuningRecord>& records) {
   std::unordered_map<AnySchedule, int, schedule::AnyScheduleHash> index;
   for (size_t k = 0; k < candidates.size(); ++k) index.emplace(candidates[k], int(k));
   std::map<std::vector<int64_t>, size_t> shape_index;
   for (size_t s = 0; s < declared.size(); ++s) shape_index[declared[s]] = s;
-  std::vector<int> best(declared.size(), -1);
-  std::vector<double> fastest(declared.size(), 0.0);
+  std::vector<std::pair<int, double>> best(declared.size(), {-1, 0.0});
   for (const TuningRecord& r : records) {
     if (is_side_by_side(r.origin) || !r.ok() || r.gflops <= 0) continue;
     auto k = index.find(r.schedule);
     auto s = shape_index.find(r.shape);
-    if (k == index.end() || s == shape_index.end() || r.gflops <= fastest[s->second]) continue;
-    fastest[s->second] = r.gflops;
-    best[s->second] = k->second;
+    if (k == index.end() || s == shape_index.end() || r.gflops <= best[s->second].second) continue;
+    best[s->second] = {k->second, r.gflops};
   }
   return best;
+}
+
+}  // namespace
+
+std::vector<int> measured_best(const std::vector<std::vector<int64_t>>& declared,
+                               const std::vector<AnySchedule>& candidates,
+                               const std::vector<TuningRecord>& records) {
+  std::vector<int> best;
+  for (auto [k, gflops] : fastest_measured(declared, candidates, records)) best.push_back(k);
+  return best;
+}
+
+std::vector<std::optional<AnySchedule>> dispatch_challengers(
+    const std::vector<std::vector<int64_t>>& declared, const std::vector<AnySchedule>& candidates,
+    const std::vector<TuningRecord>& records, const std::vector<AnySchedule>& selected,
+    const std::vector<std::vector<double>>& score) {
+  const AnySet chosen(selected.begin(), selected.end());
+  const std::vector<std::pair<int, double>> fastest =
+      fastest_measured(declared, candidates, records);
+  std::vector<std::optional<AnySchedule>> out(declared.size());
+  for (size_t s = 0; s < declared.size(); ++s) {
+    auto [k, gflops] = fastest[s];
+    if (k < 0 || chosen.count(candidates[size_t(k)])) continue;
+    const double kept =
+        score[s].empty() ? 0.0 : *std::max_element(score[s].begin(), score[s].end());
+    if (gflops >= kept * (1 + kChallengerGain)) out[s] = candidates[size_t(k)];
+  }
+  return out;
 }
 
 bool window_done(const FinalistWindow& w, const std::vector<TuningRecord>& records, Origin origin) {
@@ -185,13 +215,13 @@ FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
   return out;
 }
 
-std::vector<FinalistWindow> plan_dispatch_check(const std::vector<std::vector<int64_t>>& declared,
-                                                const std::vector<AnySchedule>& kernels,
-                                                const std::vector<std::vector<double>>& score,
-                                                const std::vector<std::vector<int64_t>>& measured,
-                                                int per_shape) {
+std::vector<FinalistWindow> plan_dispatch_check(
+    const std::vector<std::vector<int64_t>>& declared, const std::vector<AnySchedule>& kernels,
+    const std::vector<std::vector<double>>& score,
+    const std::vector<std::vector<int64_t>>& measured, int per_shape,
+    const std::vector<std::optional<AnySchedule>>& challengers) {
   std::vector<FinalistWindow> out;
-  if (per_shape < 2 || kernels.size() < 2) return out;
+  if (per_shape < 2 || kernels.empty()) return out;
   const std::set<std::vector<int64_t>> sampled(measured.begin(), measured.end());
   for (size_t s = 0; s < declared.size(); ++s) {
     if (sampled.count(declared[s])) continue;
@@ -207,6 +237,7 @@ std::vector<FinalistWindow> plan_dispatch_check(const std::vector<std::vector<in
         break;
       w.kernels.push_back(kernels[k]);
     }
+    if (s < challengers.size() && challengers[s]) w.kernels.push_back(*challengers[s]);
     if (w.kernels.size() >= 2) out.push_back(std::move(w));
   }
   return out;

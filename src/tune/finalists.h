@@ -38,6 +38,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "schedule/any_schedule.h"
@@ -106,14 +107,29 @@ FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
 
 // The dispatch check's windows: on each declared shape outside `measured` (the shapes the
 // finals sampled), the `per_shape` kernels of `kernels` that score best there by `score`
-// ([declared shape][kernel]), of those within kDispatchCheckMargin of the best; a window
-// where at least two are.
+// ([declared shape][kernel]), of those within kDispatchCheckMargin of the best, and the
+// shape's challenger if it has one (`challengers`, per declared shape); a window where at
+// least two are.
 constexpr double kDispatchCheckMargin = 0.25;
-std::vector<FinalistWindow> plan_dispatch_check(const std::vector<std::vector<int64_t>>& declared,
-                                                const std::vector<schedule::AnySchedule>& kernels,
-                                                const std::vector<std::vector<double>>& score,
-                                                const std::vector<std::vector<int64_t>>& measured,
-                                                int per_shape);
+std::vector<FinalistWindow> plan_dispatch_check(
+    const std::vector<std::vector<int64_t>>& declared,
+    const std::vector<schedule::AnySchedule>& kernels,
+    const std::vector<std::vector<double>>& score,
+    const std::vector<std::vector<int64_t>>& measured, int per_shape,
+    const std::vector<std::optional<schedule::AnySchedule>>& challengers = {});
+
+// The dispatch check's challengers, per declared shape: the candidate the search measured
+// fastest there (`measured_best`), where it is not among `selected` and its search
+// measurement is at least kChallengerGain above every selected kernel's score there
+// (`score`, [declared shape][selected kernel]). Paired with the selected kernels on that
+// shape, a challenger may enter the last selection: the 1000-trial module of the 2304 x 768
+// layer served M = 17 with a 13 x 32 tile at 202 GFLOP/s in the dispatch check, where the
+// search's probes had measured a 9 x 48 tile at 219 and `dietcode bench` ran it 4-8% ahead.
+std::vector<std::optional<schedule::AnySchedule>> dispatch_challengers(
+    const std::vector<std::vector<int64_t>>& declared,
+    const std::vector<schedule::AnySchedule>& candidates, const std::vector<TuningRecord>& records,
+    const std::vector<schedule::AnySchedule>& selected,
+    const std::vector<std::vector<double>>& score);
 
 // Finalists the first selection left out that the finals measured fastest on one of their
 // shapes, at least kChallengerGain faster there than every selected kernel: the `count`

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/llvm/target.h"
 #include "tune/select.h"
@@ -240,18 +241,31 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
   }
   std::vector<std::vector<int64_t>> sampled;
   for (const FinalistWindow& w : windows) sampled.push_back(w.shape);
+  // With, where the search measured an unselected kernel well ahead of them, that one.
+  const std::vector<std::optional<schedule::AnySchedule>> challenged =
+      dispatch_challengers(shapes, candidates, records.records(), second.kernels, second_score);
   const std::vector<FinalistWindow> between = plan_dispatch_check(
-      shapes, second.kernels, second_score, sampled, o.finalists.dispatch_check);
+      shapes, second.kernels, second_score, sampled, o.finalists.dispatch_check, challenged);
   if (between.empty()) return second;
   auto [between_now, between_seconds] =
       measure_windows(o, records, measurer, between, Origin::DispatchCheck, "dispatch check");
-  FinalScores last = final_scores_from(shapes, pool, pool_predicted, records.records(),
-                                       {Origin::Crosscheck, Origin::DispatchCheck});
+  std::vector<schedule::AnySchedule> last_pool = pool;
+  std::unordered_set<schedule::AnySchedule, schedule::AnyScheduleHash> in_pool(pool.begin(),
+                                                                               pool.end());
+  int challengers_paired = 0;
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    if (!challenged[s]) continue;
+    ++challengers_paired;
+    if (in_pool.insert(*challenged[s]).second) last_pool.push_back(*challenged[s]);
+  }
+  FinalScores last =
+      final_scores_from(shapes, last_pool, predict(last_pool, shapes), records.records(),
+                        {Origin::Crosscheck, Origin::DispatchCheck});
   notes.push_back(fmt::format(
-      "dispatch check: the best {} of the {} selected kernels side by side on {} more shapes ({} "
-      "measured in this run, {:.1f} s)",
-      o.finalists.dispatch_check, second.kernels.size(), between.size(), between_now,
-      between_seconds));
+      "dispatch check: the best {} of the {} selected kernels side by side on {} more shapes, "
+      "with {} challengers on {} of them ({} measured in this run, {:.1f} s)",
+      o.finalists.dispatch_check, second.kernels.size(), between.size(),
+      last_pool.size() - pool.size(), challengers_paired, between_now, between_seconds));
   return build_module(o, predict, last.kernels, last.score, o.max_kernels, notes);
 }
 

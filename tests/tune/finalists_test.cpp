@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -236,6 +237,57 @@ TEST(Finalists, TheDispatchCheckPairsTheBestSelectedKernelsOnEveryUnsampledShape
   EXPECT_EQ(w[0].kernels, (std::vector<schedule::AnySchedule>{ks[0], ks[1]}));
   EXPECT_TRUE(plan_dispatch_check(shapes, ks, score, {{1}, {4}}, 1).empty());
   EXPECT_TRUE(plan_dispatch_check(shapes, {ks[0]}, score, {{1}, {4}}, 3).empty());
+}
+
+TEST(Finalists, TheDispatchCheckPairsAShapesChallengerWithTheSelectedKernels) {
+  std::vector<std::vector<int64_t>> shapes = range(1, 4);
+  std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2)};
+  const schedule::AnySchedule c = kernel(3);
+  std::vector<std::vector<double>> score = {
+      {100, 90},  // M=1: sampled
+      {100, 90},  // M=2: both, and the challenger
+      {100, 10},  // M=3: one within the margin, and the challenger: a window of two
+      {100, 90},  // M=4: no challenger
+  };
+  std::vector<std::optional<schedule::AnySchedule>> challengers = {c, c, c, std::nullopt};
+  std::vector<FinalistWindow> w = plan_dispatch_check(shapes, ks, score, {{1}}, 2, challengers);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[0].kernels, (std::vector<schedule::AnySchedule>{ks[0], ks[1], c}));
+  EXPECT_EQ(w[1].kernels, (std::vector<schedule::AnySchedule>{ks[0], c}));
+  EXPECT_EQ(w[2].kernels, (std::vector<schedule::AnySchedule>{ks[0], ks[1]}));
+  // Without challengers M = 3 has one kernel to pair: no window.
+  EXPECT_EQ(plan_dispatch_check(shapes, ks, score, {{1}}, 2).size(), 2u);
+}
+
+TEST(Finalists, ADispatchChallengerIsTheSearchsFastestUnselectedKernelWellAhead) {
+  std::vector<std::vector<int64_t>> shapes = range(1, 5);
+  std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2), kernel(3), kernel(4)};
+  std::vector<schedule::AnySchedule> selected = {ks[0], ks[1]};
+  // The selected kernels' scores: 100 at best on every shape.
+  std::vector<std::vector<double>> score(shapes.size(), {100.0, 80.0});
+  std::vector<TuningRecord> records;
+  auto measured = [&](size_t k, int64_t m, double gflops, Origin origin = Origin::Joint) {
+    TuningRecord r;
+    r.schedule = ks[k];
+    r.shape = {m};
+    r.seconds = 1;
+    r.gflops = gflops;
+    r.origin = origin;
+    records.push_back(r);
+  };
+  measured(2, 1, 110);  // M=1: 10% ahead: the challenger
+  measured(3, 1, 104);
+  measured(2, 2, 103);  // M=2: 3% ahead: too little
+  measured(3, 3, 120);  // M=3: ahead, but a selected kernel measured faster there
+  measured(1, 3, 130);
+  measured(3, 4, 150, Origin::DispatchCheck);  // M=4: not the search's measurement
+  // M=5: nothing measured.
+  std::vector<std::optional<schedule::AnySchedule>> c =
+      dispatch_challengers(shapes, ks, records, selected, score);
+  ASSERT_EQ(c.size(), shapes.size());
+  ASSERT_TRUE(c[0].has_value());
+  EXPECT_EQ(*c[0], ks[2]);
+  for (size_t s = 1; s < shapes.size(); ++s) EXPECT_FALSE(c[s].has_value()) << "M=" << s + 1;
 }
 
 TEST(Finalists, TheLastScoresCountTheCrosscheckAndTheDispatchCheck) {
@@ -562,10 +614,12 @@ class FinalistsTunerTest : public testing::ScratchDirTest {
     }
     EXPECT_GT(finals, 4);
     EXPECT_EQ(final_shapes, (std::set<std::vector<int64_t>>{{1}, {3}, {8}, {24}}));
-    // The module's kernels are finalists, and it computes every shape correctly.
+    // The module's kernels are finalists or the dispatch check's challengers, each timed
+    // side by side and checked, and it computes every shape correctly.
     ScheduleSet final_kernels;
     for (const TuningRecord& rec : recs)
-      if (rec.origin == Origin::Final) final_kernels.insert(micro_kernel(rec));
+      if ((rec.origin == Origin::Final || rec.origin == Origin::DispatchCheck) && rec.ok())
+        final_kernels.insert(micro_kernel(rec));
     for (const auto& k : r.module.kernels)
       EXPECT_TRUE(final_kernels.count(std::get<schedule::MicroKernelSchedule>(k)));
     runtime::Module m = runtime::Module::compile(r.module);
@@ -689,11 +743,13 @@ TEST_F(FinalistsTunerTest, TheDispatchCheckPairsKernelsBetweenTheSampledShapesAn
     EXPECT_EQ(after[i].origin, Origin::DispatchCheck);
     EXPECT_EQ(after[i].shape, last);
   }
-  // The window's kernels timed afresh may decide differently, but only among the
-  // crosscheck's kernels, and the decision is the records': run again on them, the same.
+  // The window's kernels timed afresh may decide differently, but only among the kernels
+  // of the crosscheck and the dispatch check (its challengers), and the decision is the
+  // records': run again on them, the same.
   std::vector<schedule::AnySchedule> pool;
   for (const TuningRecord& rec : recs)
-    if (rec.origin == Origin::Crosscheck) pool.push_back(rec.schedule);
+    if (rec.origin == Origin::Crosscheck || rec.origin == Origin::DispatchCheck)
+      pool.push_back(rec.schedule);
   for (const schedule::AnySchedule& k : r.module.kernels)
     EXPECT_NE(std::find(pool.begin(), pool.end(), k), pool.end());
   TuneReport again = tune(o);
