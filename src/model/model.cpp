@@ -146,12 +146,15 @@ Model Model::load(const std::string& model_dir, const std::string& weights_path,
                                                      : std::string());
   const codegen::ObjectCacheStats cache_before = codegen::object_cache_stats();
   std::map<std::string, int> module_of;
+  std::vector<runtime::ModuleSpec> to_compile;
   for (const NamedOperator& o : bert_operators(c)) {
-    module_of[operator_key(o.op)] = int(m.modules.size());
+    module_of[operator_key(o.op)] = int(to_compile.size());
     m.operator_names.push_back(o.name);
-    m.modules.push_back(runtime::Module::compile(specs[o.name]));
-    m.scratch_bytes = std::max(m.scratch_bytes, m.modules.back().scratch_bytes());
+    to_compile.push_back(specs[o.name]);
   }
+  m.modules = runtime::Module::compile_all(to_compile);
+  for (const runtime::Module& module : m.modules)
+    m.scratch_bytes = std::max(m.scratch_bytes, module.scratch_bytes());
   const codegen::ObjectCacheStats cache_after = codegen::object_cache_stats();
   m.times.kernels_from_cache = cache_after.hits - cache_before.hits;
   m.times.kernels_compiled =

@@ -14,33 +14,34 @@ Module::Module(Module&&) noexcept = default;
 Module& Module::operator=(Module&&) noexcept = default;
 Module::~Module() = default;
 
-namespace {
-
-// The module's kernels, compiled on up to one thread per core: LLVM's code generation is
-// most of a module's load time, and kernels share nothing while they compile. Every
-// thread compiles under the caller's object cache.
-std::vector<Kernel> compile_kernels(const te::Operator& op,
-                                    const std::vector<schedule::AnySchedule>& schedules) {
-  std::vector<std::optional<Kernel>> kernels(schedules.size());
-  const std::string cache_dir = codegen::object_cache_dir();
-  parallel_tasks(int(schedules.size()), [&](int i) {
-    codegen::ObjectCacheScope cache(cache_dir);
-    kernels[i] = Kernel::compile(op, schedules[i]);
-  });
-  std::vector<Kernel> out;
-  for (std::optional<Kernel>& k : kernels) out.push_back(std::move(*k));
-  return out;
+Module Module::compile(const ModuleSpec& spec) {
+  return std::move(compile_all({spec}).front());
 }
 
-}  // namespace
-
-Module Module::compile(const ModuleSpec& spec) {
-  Module m;
-  m.spec_ = spec;
-  m.op_ = spec.op.build();
-  m.kernels_ = compile_kernels(m.op_, spec.kernels);
-  m.dispatcher_ = dispatch::jit_compile_dispatcher(spec.dispatch);
-  return m;
+std::vector<Module> Module::compile_all(const std::vector<ModuleSpec>& specs) {
+  std::vector<Module> out;
+  std::vector<std::vector<std::optional<Kernel>>> kernels(specs.size());
+  std::vector<std::pair<size_t, size_t>> tasks;  // (module, kernel)
+  for (size_t m = 0; m < specs.size(); ++m) {
+    out.push_back(Module());
+    out[m].spec_ = specs[m];
+    out[m].op_ = specs[m].op.build();
+    kernels[m].resize(specs[m].kernels.size());
+    for (size_t k = 0; k < specs[m].kernels.size(); ++k) tasks.push_back({m, k});
+  }
+  // LLVM's code generation is most of a module's load time, and kernels share nothing
+  // while they compile. Every thread compiles under the caller's object cache.
+  const std::string cache_dir = codegen::object_cache_dir();
+  parallel_tasks(int(tasks.size()), [&](int i) {
+    codegen::ObjectCacheScope cache(cache_dir);
+    auto [m, k] = tasks[size_t(i)];
+    kernels[m][k] = Kernel::compile(out[m].op_, specs[m].kernels[k]);
+  });
+  for (size_t m = 0; m < specs.size(); ++m) {
+    for (std::optional<Kernel>& k : kernels[m]) out[m].kernels_.push_back(std::move(*k));
+    out[m].dispatcher_ = dispatch::jit_compile_dispatcher(specs[m].dispatch);
+  }
+  return out;
 }
 
 int Module::select(const std::vector<int64_t>& shape) const {

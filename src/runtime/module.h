@@ -77,6 +77,9 @@ class Module {
   // Compiles every kernel and the dispatcher for the host. Throws dietcode::Error if
   // the host lacks the module's ISA.
   static Module compile(const ModuleSpec& spec);
+  // Several modules (a model's), their kernels compiled together on up to one thread per
+  // core: one after another, each module's last kernels would compile with cores idle.
+  static std::vector<Module> compile_all(const std::vector<ModuleSpec>& specs);
   Module(Module&&) noexcept;
   Module& operator=(Module&&) noexcept;
   ~Module();

@@ -127,6 +127,58 @@ TEST_F(ModuleApiTest, ConcurrentCallsAgreeWithTheReference) {
   for (double e : worst) EXPECT_LT(e, 1e-5);
 }
 
+// The largest relative error of a compiled dense module (X, W, bias) against the float64
+// reference over M from 1 to past its range, on fresh random inputs (`seed`), the output
+// poisoned first.
+double worst_error(const runtime::Module& m, uint64_t seed) {
+  const te::Operator& op = m.op();
+  std::vector<int64_t> w_sizes = op.buffer_sizes(op.bind({1}));
+  std::vector<float> w(w_sizes[1]), bias(w_sizes[2]);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (float& v : w) v = dist(rng);
+  for (float& v : bias) v = dist(rng);
+  runtime::PackedWeights packed = m.prepack({1}, {w.data(), int64_t(w.size())});
+  double worst = 0;
+  for (int64_t M : {1, 4, 5, 17, 40, 41, 64, 131}) {
+    std::vector<int64_t> sizes = op.buffer_sizes(op.bind({M}));
+    std::vector<float> x(sizes[0]), y(sizes[3], NAN);
+    for (float& v : x) v = dist(rng);
+    m.run({M}, {{x.data(), sizes[0]}, {w.data(), sizes[1]}, {bias.data(), sizes[2]}},
+          {y.data(), sizes[3]}, &packed);
+    worst = std::max(
+        worst, reference::relative_error(
+                   y.data(), reference::evaluate(op, {M}, {x.data(), w.data(), bias.data()})));
+  }
+  return worst;
+}
+
+// A model's modules compile together, their kernels sharing the cores: each comes out
+// with its own operator, kernels and dispatcher, and computes its operator.
+TEST_F(ModuleApiTest, ModulesCompiledTogetherEachComputeTheirOperator) {
+  const runtime::ModuleSpec gelu = runtime::load_module_spec(path_);
+  runtime::ModuleSpec relu = gelu;
+  relu.op.epilogue = "bias_relu";
+  relu.kernels.pop_back();  // two kernels: M > 40 to the second
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<int> labels;
+  for (int64_t M = 1; M <= 64; ++M) {
+    shapes.push_back({M});
+    labels.push_back(M <= 4 ? 0 : 1);
+  }
+  relu.dispatch = dispatch::DecisionTree::fit(shapes, labels);
+  std::vector<runtime::Module> ms = runtime::Module::compile_all({gelu, relu, gelu});
+  ASSERT_EQ(ms.size(), 3u);
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const bool is_relu = i == 1;
+    EXPECT_EQ(ms[i].spec().op.epilogue, is_relu ? "bias_relu" : "bias_gelu");
+    EXPECT_EQ(ms[i].num_kernels(), is_relu ? 2 : 3);
+    EXPECT_EQ(ms[i].select({41}), is_relu ? 1 : 2);
+    EXPECT_LT(worst_error(ms[i], i), 1e-5) << "module " << i;
+  }
+  EXPECT_TRUE(runtime::Module::compile_all({}).empty());
+}
+
 // A module's kernels compile in parallel, and its dispatcher joins its kernels in the
 // code cache: a second compile under the same cache compiles nothing. Modules compiled
 // by several threads at once, cached or not, all compute right.
@@ -150,26 +202,7 @@ TEST_F(ModuleApiTest, SecondCompileUnderTheCodeCacheCompilesNothing) {
     threads.emplace_back([&, t] {
       std::optional<codegen::ObjectCacheScope> scope;
       if (t % 2 == 0) scope.emplace(cache);
-      runtime::Module m = runtime::Module::compile(spec);
-      const te::Operator& op = m.op();
-      std::vector<int64_t> w_sizes = op.buffer_sizes(op.bind({1}));
-      std::vector<float> w(w_sizes[1]), bias(w_sizes[2]);
-      std::mt19937_64 rng(t);
-      std::uniform_real_distribution<float> dist(-1, 1);
-      for (float& v : w) v = dist(rng);
-      for (float& v : bias) v = dist(rng);
-      runtime::PackedWeights packed = m.prepack({1}, {w.data(), int64_t(w.size())});
-      for (int64_t M : {1, 4, 5, 17, 40, 41, 64, 131}) {
-        std::vector<int64_t> sizes = op.buffer_sizes(op.bind({M}));
-        std::vector<float> x(sizes[0]), y(sizes[3], NAN);
-        for (float& v : x) v = dist(rng);
-        m.run({M}, {{x.data(), sizes[0]}, {w.data(), sizes[1]}, {bias.data(), sizes[2]}},
-              {y.data(), sizes[3]}, &packed);
-        worst[t] = std::max(
-            worst[t],
-            reference::relative_error(
-                y.data(), reference::evaluate(op, {M}, {x.data(), w.data(), bias.data()})));
-      }
+      worst[t] = worst_error(runtime::Module::compile(spec), t);
     });
   for (auto& th : threads) th.join();
   for (double e : worst) EXPECT_LT(e, 1e-5);
