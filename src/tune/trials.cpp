@@ -249,23 +249,27 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
   if (between.empty()) return second;
   auto [between_now, between_seconds] =
       measure_windows(o, records, measurer, between, Origin::DispatchCheck, "dispatch check");
+  // The challengers paired in a window join the kernels the last selection decides among.
   std::vector<schedule::AnySchedule> last_pool = pool;
-  std::unordered_set<schedule::AnySchedule, schedule::AnyScheduleHash> in_pool(pool.begin(),
-                                                                               pool.end());
-  int challengers_paired = 0;
-  for (size_t s = 0; s < shapes.size(); ++s) {
-    if (!challenged[s]) continue;
-    ++challengers_paired;
-    if (in_pool.insert(*challenged[s]).second) last_pool.push_back(*challenged[s]);
-  }
+  using AnySet = std::unordered_set<schedule::AnySchedule, schedule::AnyScheduleHash>;
+  const AnySet selected(second.kernels.begin(), second.kernels.end());
+  AnySet in_pool(pool.begin(), pool.end()), paired;
+  int challenged_shapes = 0;
+  for (const FinalistWindow& w : between)
+    for (const schedule::AnySchedule& k : w.kernels) {
+      if (selected.count(k)) continue;
+      ++challenged_shapes;
+      paired.insert(k);
+      if (in_pool.insert(k).second) last_pool.push_back(k);
+    }
   FinalScores last =
       final_scores_from(shapes, last_pool, predict(last_pool, shapes), records.records(),
                         {Origin::Crosscheck, Origin::DispatchCheck});
   notes.push_back(fmt::format(
       "dispatch check: the best {} of the {} selected kernels side by side on {} more shapes, "
       "with {} challengers on {} of them ({} measured in this run, {:.1f} s)",
-      o.finalists.dispatch_check, second.kernels.size(), between.size(),
-      last_pool.size() - pool.size(), challengers_paired, between_now, between_seconds));
+      o.finalists.dispatch_check, second.kernels.size(), between.size(), challengers.size(),
+      challenged_shapes, between_now, between_seconds));
   return build_module(o, predict, last.kernels, last.score, o.max_kernels, notes);
 }
 
