@@ -13,6 +13,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <variant>
 
 #include "schedule/attention_schedule.h"
@@ -43,6 +44,8 @@ uint64_t digest(const AnySchedule& s);
 struct AnyScheduleHash {
   size_t operator()(const AnySchedule& s) const { return size_t(digest(s)); }
 };
+// A set of schedules of any kind (the tuner's candidates, windows, selections).
+using AnyScheduleSet = std::unordered_set<AnySchedule, AnyScheduleHash>;
 
 // For people: a line of the fields that matter ("4x16 tile, kc=256 mc=64 nc=256, ...")
 // and a label a few characters long for plots ("4x16", "r4u2", "q16b32").

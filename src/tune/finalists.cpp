@@ -15,7 +15,7 @@ namespace dietcode::tune {
 namespace {
 
 using schedule::AnySchedule;
-using AnySet = std::unordered_set<AnySchedule, schedule::AnyScheduleHash>;
+using AnySet = schedule::AnyScheduleSet;
 
 // Indices of about `count` declared shapes (sorted by their first variable) to measure
 // side by side: the first `dense` of them, `count` spread geometrically over the list

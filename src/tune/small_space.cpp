@@ -29,7 +29,7 @@ using schedule::RowSchedule;
 
 namespace {
 
-using AnySet = std::unordered_set<AnySchedule, schedule::AnyScheduleHash>;
+using AnySet = schedule::AnyScheduleSet;
 
 std::vector<AnySchedule> row_space(schedule::Isa isa, int threads, bool reductions) {
   std::vector<AnySchedule> out;

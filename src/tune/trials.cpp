@@ -6,7 +6,6 @@
 #include <chrono>
 #include <map>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "codegen/llvm/target.h"
 #include "tune/select.h"
@@ -251,9 +250,8 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
       measure_windows(o, records, measurer, between, Origin::DispatchCheck, "dispatch check");
   // The challengers paired in a window join the kernels the last selection decides among.
   std::vector<schedule::AnySchedule> last_pool = pool;
-  using AnySet = std::unordered_set<schedule::AnySchedule, schedule::AnyScheduleHash>;
-  const AnySet selected(second.kernels.begin(), second.kernels.end());
-  AnySet in_pool(pool.begin(), pool.end()), paired;
+  const schedule::AnyScheduleSet selected(second.kernels.begin(), second.kernels.end());
+  schedule::AnyScheduleSet in_pool(pool.begin(), pool.end()), paired;
   int challenged_shapes = 0;
   for (const FinalistWindow& w : between)
     for (const schedule::AnySchedule& k : w.kernels) {
