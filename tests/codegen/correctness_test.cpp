@@ -6,8 +6,10 @@
 #include <random>
 #include <thread>
 
+#include "codegen/llvm/jit.h"
 #include "codegen/llvm/target.h"
 #include "conv1d_op.h"
+#include "lower/pipeline.h"
 #include "ops/batch_matmul.h"
 #include "ops/dense.h"
 #include "reference/check.h"
@@ -356,6 +358,73 @@ TEST(GeneratedCode, EdgePassesThatRepeatARowMatchReference) {
     }
   EXPECT_GE(repeating, 8);  // most heights of 2 and 3 vectors have such a pass
   EXPECT_GE(checked, 8 * 7);
+}
+
+// An epilogue that calls a transcendental function runs after the tile's store, as a loop
+// over the tile's rows reading C back (codegen: epilogue_after_store): every tile height,
+// M up to two tiles and one more (every edge pass, those that repeat a row included), K
+// in two k-blocks (the epilogue on the last only), an edge column block whose last vector
+// straddles N, inputs read per column (bias), per element (residual) and per row.
+TEST(GeneratedCode, EpiloguesAfterTheStoreMatchReferenceOnEveryEdge) {
+  const schedule::Isa isa = codegen::host_target().isa;
+  const schedule::VectorIsa& vec = schedule::vector_isa(isa);
+  const int64_t w = vec.width;
+  std::mt19937_64 rng(23);
+  int checked = 0;
+  for (const char* epilogue : {"bias+residual+gelu", "scale+bias+gelu_tanh", "residual+tanh"}) {
+    te::Operator dense = ops::dense(1, 128, 3 * w + 3, 37, ops::parse_epilogue(epilogue));
+    for (int64_t vectors = 1; vectors <= 3; ++vectors)
+      for (int64_t mr = 1; mr <= schedule::max_tile_rows(vectors, vec.registers); mr += 2) {
+        const schedule::MicroKernelSchedule s{.isa = isa,
+                                              .mr = mr,
+                                              .nr = vectors * w,
+                                              .kc = 20,
+                                              .mc = mr * 2,
+                                              .nc = vectors * w * 2,
+                                              .unroll_k = 4,
+                                              .pack_a = schedule::PackA::Direct,
+                                              .pack_b = schedule::PackB::Prepacked};
+        checked += check_every_edge(dense, s, rng);
+      }
+  }
+  EXPECT_GE(checked, 3 * (3 + 7 + 11 + 15 + 19));
+  // The batched case of MatchesReferenceForEveryShape reads a per-row input (tanh).
+}
+
+// Where each epilogue is emitted: a transcendental one once per vector of a row, in the
+// loop after the store; a cheap one on the registers (no such loop). A 6 x 2W tile's
+// kernel with bias + GELU: 26 divisions and 2.6x the bias-only kernel's IR on the
+// registers, 8 and 1.6x in the loop.
+TEST(GeneratedCode, ATranscendentalEpilogueIsEmittedOncePerVectorOfARow) {
+  const schedule::Isa isa = codegen::host_target().isa;
+  const int64_t w = schedule::vector_isa(isa).width;
+  const schedule::MicroKernelSchedule s{.isa = isa,
+                                        .mr = 6,
+                                        .nr = 2 * w,
+                                        .kc = 64,
+                                        .mc = 12,
+                                        .nc = 4 * w,
+                                        .unroll_k = 4,
+                                        .pack_a = schedule::PackA::Direct,
+                                        .pack_b = schedule::PackB::Prepacked};
+  auto ir_text = [&](const char* epilogue) {
+    te::Operator op = ops::dense(1, 128, 4 * w, 64, ops::parse_epilogue(epilogue));
+    return codegen::llvm_ir_text(lower::lower(schedule::bind(s, op)), codegen::host_target(),
+                                 false);
+  };
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string bias = ir_text("bias"), gelu = ir_text("bias+gelu");
+  EXPECT_EQ(count(bias, "epilogue.row"), 0u);
+  EXPECT_GT(count(gelu, "epilogue.row"), 0u);
+  // fdiv: GELU's one division per vector (the bias-only kernel has none).
+  EXPECT_EQ(count(bias, " fdiv "), 0u);
+  // One loop per tile height (the whole tile and each distinct edge pass), two vectors each.
+  EXPECT_LE(count(gelu, " fdiv "), 2u * 6);
+  EXPECT_LT(gelu.size(), bias.size() * 2);
 }
 
 // Tiles of dot products (vector_axis k): every MR x NR the registers hold, on a product
