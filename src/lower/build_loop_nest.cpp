@@ -85,7 +85,14 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
   mk.prefetch_b = s.prefetch_b;
   mk.k_block = s.kc;
   mk.vector_width = schedule::vector_isa(s.isa).width;
-  mk.k_extent = Var(k.len);
+  // Blocks of K are all kc long when kc divides K (or one block holds all of K): say so,
+  // and the micro-kernel's k-loops get constant trip counts (no remainder loop is emitted
+  // where unroll_k divides them).
+  const int64_t* k_const = as_const_int(c.k_extent);
+  if (k_const && (s.kc >= *k_const || *k_const % s.kc == 0))
+    mk.k_extent = Expr(std::min(s.kc, *k_const));
+  else
+    mk.k_extent = Var(k.len);
   mk.m_valid = min(Expr(s.mr), Var(m.len) - Var(m_tile) * s.mr);
   // Blocks of N are whole multiples of NR (nc is one), so when NR divides N every column
   // tile is whole: say so, and the micro-kernel has no edge case along n to emit.

@@ -12,7 +12,8 @@ using namespace dietcode;
 namespace {
 
 std::string assembly_for(schedule::Isa isa, int64_t nr, int64_t mr = 6, int64_t k_streams = 1,
-                         schedule::PackA pack_a = schedule::PackA::Packed, int64_t prefetch_b = 0) {
+                         schedule::PackA pack_a = schedule::PackA::Packed, int64_t prefetch_b = 0,
+                         int64_t k = 768) {
   schedule::MicroKernelSchedule s;
   s.k_streams = k_streams;
   s.prefetch_b = prefetch_b;
@@ -25,8 +26,8 @@ std::string assembly_for(schedule::Isa isa, int64_t nr, int64_t mr = 6, int64_t 
   s.nc = nr * 8;
   s.unroll_k = 4;
   s.pack_b = schedule::PackB::Prepacked;
-  lower::LoweredKernel k = lower::lower(schedule::bind(s, ops::dense(1, 128, 768, 768)));
-  return codegen::assembly_text(k, codegen::target_for_isa(isa));
+  lower::LoweredKernel kernel = lower::lower(schedule::bind(s, ops::dense(1, 128, 768, k)));
+  return codegen::assembly_text(kernel, codegen::target_for_isa(isa));
 }
 
 int occurrences(const std::string& text, const std::string& word) {
@@ -77,7 +78,7 @@ int stack_vector_lines(const std::string& text, const std::string& reg) {
 
 TEST(Assembly, Avx512TileUsesZmmFmas) {
   std::string a = assembly_for(schedule::Isa::Avx512, 64);  // 6 x 4 zmm accumulators
-  // 6 rows x 4 vectors x 4 unrolled k-steps in the main loop, plus the remainder loop.
+  // 6 rows x 4 vectors x 4 unrolled k-steps in the main loop, plus the edge passes'.
   EXPECT_GE(fma_lines(a, "zmm"), 6 * 4 * 4 + 6 * 4);
   EXPECT_EQ(fma_lines(a, "ymm"), 0);
   EXPECT_EQ(stack_vector_lines(a, "zmm"), 0) << "vector registers spilled";
@@ -99,9 +100,22 @@ TEST(Assembly, WideAvx2TilesLoadAFirstWithoutSpills) {
     ASSERT_GT(mr * vectors + vectors + 1, 16);
     ASSERT_LE(schedule::tile_registers(mr, vectors), 16);
     std::string a = assembly_for(schedule::Isa::Avx2, nr, mr);
-    EXPECT_GE(fma_lines(a, "ymm"), mr * vectors * 4 + mr * vectors) << mr << "x" << nr;
+    // The unrolled k-loop (K = 768 in blocks of 256: no remainder loop).
+    EXPECT_GE(fma_lines(a, "ymm"), mr * vectors * 4) << mr << "x" << nr;
     EXPECT_EQ(stack_vector_lines(a, "ymm"), 0) << mr << "x" << nr << ": vector registers spilled";
   }
+}
+
+// A k-block of constant length (kc divides K, or one block holds K) that unroll_k divides
+// needs no remainder loop, and none is emitted; a K that leaves a shorter last block gets
+// one. A 1 x 64 AVX2 tile (8 accumulators, no edge passes): 8 FMAs a k-step, 4 steps
+// unrolled.
+TEST(Assembly, AConstantBlockThatTheUnrollDividesHasNoRemainderLoop) {
+  EXPECT_EQ(fma_lines(assembly_for(schedule::Isa::Avx2, 64, 1), "ymm"), 8 * 4);
+  EXPECT_EQ(fma_lines(assembly_for(schedule::Isa::Avx2, 64, 1, 1, schedule::PackA::Packed, 0,
+                                   256 * 3 + 2),
+                      "ymm"),
+            8 * 4 + 8);
 }
 
 // Walking several ranges of k (k_streams) keeps the tile in registers (the ranges of a

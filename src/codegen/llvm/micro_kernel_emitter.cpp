@@ -405,10 +405,19 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
     llvm::Value* k_main =
         streams > 1 ? b.CreateMul(split_len, imm(streams))
                     : b.CreateMul(b.CreateSDiv(extent, imm(mk.unroll_k)), imm(mk.unroll_k));
-    if (mk.unroll_k > 1)
-      acc = k_loop(imm(0), streams > 1 ? split_len : k_main, mk.unroll_k, acc, "k.unrolled",
-                   split_len);
-    return k_loop(mk.unroll_k > 1 ? k_main : imm(0), extent, 1, acc, "k.rest");
+    // A loop whose bounds are constants that make it run no iteration is not emitted (a
+    // block of constant length that unroll_k divides has no remainder).
+    auto runs = [](llvm::Value* begin, llvm::Value* end) {
+      auto* b0 = llvm::dyn_cast<llvm::ConstantInt>(begin);
+      auto* e0 = llvm::dyn_cast<llvm::ConstantInt>(end);
+      return !b0 || !e0 || b0->getSExtValue() < e0->getSExtValue();
+    };
+    llvm::Value* unrolled_end = streams > 1 ? split_len : k_main;
+    if (mk.unroll_k > 1 && runs(imm(0), unrolled_end))
+      acc = k_loop(imm(0), unrolled_end, mk.unroll_k, acc, "k.unrolled", split_len);
+    llvm::Value* rest_begin = mk.unroll_k > 1 ? k_main : imm(0);
+    if (!runs(rest_begin, extent)) return acc;
+    return k_loop(rest_begin, extent, 1, acc, "k.rest");
   };
   // Streams over a whole k block (the schedule's kc, most blocks) get a loop of their own
   // whose ranges lie a constant distance apart: the distance folds into each load's
