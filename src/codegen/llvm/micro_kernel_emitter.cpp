@@ -96,6 +96,103 @@ void emit_if(llvm::IRBuilder<>& b, llvm::Value* cond, const char* name, llvm::MD
   b.SetInsertPoint(done);
 }
 
+// Lane masks of the valid columns of an NR-wide row (lanes at or past n_valid off), one per
+// vector of W lanes.
+std::vector<llvm::Value*> n_tail_masks(llvm::IRBuilder<>& b, llvm::Value* n_valid, int64_t NR,
+                                       unsigned W) {
+  // 32-bit lanes: one vector register per mask on AVX2 (64-bit lanes would take two).
+  std::vector<llvm::Constant*> lanes;
+  for (unsigned l = 0; l < W; ++l) lanes.push_back(b.getInt32(l));
+  llvm::Value* lane_index = llvm::ConstantVector::get(lanes);
+  llvm::Value* n32 = b.CreateTrunc(
+      b.CreateSelect(b.CreateICmpSLT(n_valid, b.getInt64(NR)), n_valid, b.getInt64(NR)),
+      b.getInt32Ty());
+  std::vector<llvm::Value*> masks;
+  for (int64_t v = 0; v < NR / W; ++v)
+    masks.push_back(b.CreateICmpSLT(
+        lane_index, b.CreateVectorSplat(W, b.CreateSub(n32, b.getInt32(int32_t(v * W))))));
+  return masks;
+}
+
+// The first `count` lanes of `value` (0 < count < its width) to dst one by one through
+// `slot` (a stack slot of one vector): a masked store (vmaskmovps) is microcoded and slow
+// on AMD cores.
+void store_lanes(FunctionEmitter& fe, llvm::Value* slot, llvm::Value* value, llvm::Value* dst,
+                 llvm::Value* count) {
+  llvm::IRBuilder<>& b = fe.builder();
+  llvm::Type* f32 = b.getFloatTy();
+  b.CreateAlignedStore(value, slot, llvm::Align(32));
+  fe.emit_loop(
+      b.getInt64(0), count,
+      [&](llvm::Value* j) {
+        b.CreateAlignedStore(
+            b.CreateAlignedLoad(f32, b.CreateInBoundsGEP(f32, slot, j), llvm::Align(4)),
+            b.CreateInBoundsGEP(f32, dst, j), llvm::Align(4));
+      },
+      "store.lane");
+}
+
+// mk.epilogue's inputs at the rows of a tile whose first row is row0, and the epilogue of
+// one vector of the tile.
+class EpilogueEmitter {
+ public:
+  struct Input {
+    const EpilogueOperand* operand;
+    llvm::Value* base;  // the tile's first row
+    llvm::Value* row_stride;
+    bool same_row;  // row stride 0: one value per column for the whole tile
+  };
+
+  EpilogueEmitter(FunctionEmitter& fe, const MicroKernelNode& mk, llvm::Value* row0)
+      : b_(fe.builder()), mk_(mk) {
+    for (const EpilogueOperand& o : mk.epilogue_inputs) {
+      llvm::Value* stride = fe.emit(o.row_stride);
+      llvm::Value* base = fe.element_ptr(o.buffer, fe.emit(o.offset));
+      inputs_.push_back({&o,
+                         b_.CreateInBoundsGEP(b_.getFloatTy(), base, b_.CreateMul(row0, stride)),
+                         stride, is_const(o.row_stride, 0)});
+    }
+  }
+
+  const std::vector<Input>& inputs() const { return inputs_; }
+
+  // Input x's pointer to row i of the tile.
+  llvm::Value* row(size_t x, llvm::Value* i) {
+    const Input& in = inputs_[x];
+    return in.same_row
+               ? in.base
+               : b_.CreateInBoundsGEP(b_.getFloatTy(), in.base, b_.CreateMul(i, in.row_stride));
+  }
+
+  // Input x's vector v at `row` (its pointer to that row), lanes off in n_mask reading zero.
+  llvm::Value* load(size_t x, llvm::Value* row, int64_t v, llvm::Value* n_mask) {
+    const unsigned W = static_cast<unsigned>(mk_.vector_width);
+    llvm::Type* f32 = b_.getFloatTy();
+    if (!inputs_[x].operand->along_n)
+      return b_.CreateVectorSplat(W, b_.CreateAlignedLoad(f32, row, llvm::Align(4)));
+    llvm::VectorType* vt = llvm::FixedVectorType::get(f32, W);
+    return b_.CreateMaskedLoad(vt, b_.CreateInBoundsGEP(f32, row, b_.getInt64(v * W)),
+                               llvm::Align(4), n_mask, llvm::Constant::getNullValue(vt));
+  }
+
+  // mk.epilogue of one vector: `product` for the product, input(x) for input x.
+  llvm::Value* apply(llvm::Value* product, const std::function<llvm::Value*(size_t)>& input) {
+    return emit_vector_expr(b_, mk_.epilogue, mk_.vector_width, [&](const Expr& e) -> llvm::Value* {
+      const auto* var = e.as<VarNode>();
+      DC_INTERNAL_CHECK(var, "micro-kernel epilogue: cannot vectorize {}", to_string(e));
+      if (var == mk_.product.get()) return product;
+      for (size_t x = 0; x < inputs_.size(); ++x)
+        if (var == inputs_[x].operand->value.get()) return input(x);
+      internal_error(__FILE__, __LINE__, "micro-kernel epilogue: unbound " + var->name);
+    });
+  }
+
+ private:
+  llvm::IRBuilder<>& b_;
+  const MicroKernelNode& mk_;
+  std::vector<Input> inputs_;
+};
+
 // One register tile of MR rows, rows row0 .. row0 + MR - 1 of the micro-kernel's operands
 // (the tile's own height, or a pass over an edge: see emit_micro_kernel). Rows at or past
 // `rows_valid` (1 to MR; 0: all valid) repeat row rows_valid - 1: they read its A, C and
@@ -179,20 +276,7 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
       }
     return out;
   };
-  // Lane masks of the valid columns (lanes at or past n_valid off), one per vector.
-  auto n_tail_masks = [&] {
-    // 32-bit lanes: one vector register per mask on AVX2 (64-bit lanes would take two).
-    std::vector<llvm::Constant*> lanes;
-    for (unsigned l = 0; l < W; ++l) lanes.push_back(b.getInt32(l));
-    llvm::Value* lane_index = llvm::ConstantVector::get(lanes);
-    llvm::Value* n32 = b.CreateTrunc(
-        b.CreateSelect(b.CreateICmpSLT(n_valid, imm(NR)), n_valid, imm(NR)), b.getInt32Ty());
-    std::vector<llvm::Value*> masks;
-    for (int64_t v = 0; v < V; ++v)
-      masks.push_back(
-          b.CreateICmpSLT(lane_index, b.CreateVectorSplat(W, b.CreateSub(n32, b.getInt32(v * W)))));
-    return masks;
-  };
+  auto tail_masks = [&] { return n_tail_masks(b, n_valid, NR, W); };
   // Accumulators start at zero on the first k-block, else from the tile.
   Tile init = either(
       first, "acc.init",
@@ -208,7 +292,7 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
               return loaded;
             },
             [&] {
-              std::vector<llvm::Value*> masks = n_tail_masks();
+              std::vector<llvm::Value*> masks = tail_masks();
               Tile loaded(MR, std::vector<llvm::Value*>(V));
               for (int64_t i = 0; i < MR; ++i)
                 for (int64_t v = 0; v < V; ++v)
@@ -460,7 +544,7 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
           if (b_paneled)
             b_panel_offsets = edge_panel_offsets();
           else
-            b_masks = n_tail_masks();
+            b_masks = tail_masks();
           Tile edge = k_loops(init);
           b_masks.clear();
           b_panel_offsets.clear();
@@ -472,84 +556,35 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
   // Epilogue on the last k-block: every element of the tile through mk.epilogue, its
   // inputs read at the element's row and column (vectors along n load masked, lanes past
   // n_valid reading zero; they are never stored). A cheap epilogue (bias, a residual,
-  // relu) runs on the accumulators before the store. One that calls a transcendental
-  // function runs after it (epilogue_after_store): on registers it would be emitted once per
-  // row of every pass, most of the kernel's code.
-  struct Input {
-    const EpilogueOperand* operand;
-    llvm::Value* base;  // the tile's first row
-    llvm::Value* row_stride;
-    bool same_row;  // row stride 0: one value per column for the whole tile
-  };
-  auto epilogue_inputs = [&] {
-    std::vector<Input> inputs;
-    for (const EpilogueOperand& o : mk.epilogue_inputs) {
-      llvm::Value* stride = fe.emit(o.row_stride);
-      inputs.push_back({&o, first_row(fe.element_ptr(o.buffer, fe.emit(o.offset)), stride), stride,
-                        is_const(o.row_stride, 0)});
-    }
-    return inputs;
-  };
-  // Input x's vector v at `row` (the tile's row pointer for that input), masked by n_mask.
-  auto load_input = [&](const Input& in, llvm::Value* row, int64_t v,
-                        llvm::Value* n_mask) -> llvm::Value* {
-    if (!in.operand->along_n)
-      return b.CreateVectorSplat(W, b.CreateAlignedLoad(f32, row, elem_align));
-    return b.CreateMaskedLoad(vt, gep(row, imm(v * W)), elem_align, n_mask,
-                              llvm::Constant::getNullValue(vt));
-  };
-  // mk.epilogue of one vector: `product` for the product, input(x) for input x.
-  auto apply_epilogue = [&](llvm::Value* product, const std::function<llvm::Value*(size_t)>& input,
-                            const std::vector<Input>& inputs) {
-    return emit_vector_expr(b, mk.epilogue, W, [&](const Expr& e) -> llvm::Value* {
-      const auto* var = e.as<VarNode>();
-      DC_INTERNAL_CHECK(var, "micro-kernel epilogue: cannot vectorize {}", to_string(e));
-      if (var == mk.product.get()) return product;
-      for (size_t x = 0; x < inputs.size(); ++x)
-        if (var == inputs[x].operand->value.get()) return input(x);
-      internal_error(__FILE__, __LINE__, "micro-kernel epilogue: unbound " + var->name);
-    });
-  };
-  const bool after_store = mk.epilogue.defined() && epilogue_after_store(mk.epilogue);
-  if (mk.epilogue.defined() && !after_store) {
+  // relu) runs here, on the accumulators before the store; one that calls a transcendental
+  // function runs once per micro-kernel after every pass has stored its rows
+  // (emit_epilogue_after_store).
+  if (mk.epilogue.defined() && !epilogue_after_store(mk.epilogue)) {
     auto epilogue = [&] {
-      std::vector<llvm::Value*> n_masks = n_tail_masks();
-      std::vector<Input> inputs = epilogue_inputs();
+      std::vector<llvm::Value*> n_masks = tail_masks();
+      EpilogueEmitter ep(fe, mk, row0);
       // Loads already emitted, by (input, row or -1 for same_row inputs, vector).
       std::map<std::tuple<size_t, int64_t, int64_t>, llvm::Value*> loaded;
       auto input_vector = [&](size_t x, int64_t i, int64_t v) {
-        const Input& in = inputs[x];
+        const EpilogueEmitter::Input& in = ep.inputs()[x];
         if (!in.operand->along_n) v = 0;
         if (in.same_row) i = -1;
         llvm::Value*& slot = loaded[{x, i, v}];
         if (!slot)
-          slot = load_input(in, i < 0 ? in.base : row_of(in.base, in.row_stride, i), v, n_masks[v]);
+          slot = ep.load(x, i < 0 ? in.base : row_of(in.base, in.row_stride, i), v, n_masks[v]);
         return slot;
       };
       Tile out = acc;
       for (int64_t i = 0; i < MR; ++i)
         for (int64_t v = 0; v < V; ++v)
-          out[i][v] = apply_epilogue(
-              acc[i][v], [&](size_t x) { return input_vector(x, i, v); }, inputs);
+          out[i][v] = ep.apply(acc[i][v], [&](size_t x) { return input_vector(x, i, v); });
       return out;
     };
     acc = either(last, "epilogue", epilogue, [&] { return acc; });
   }
 
-  // The valid lanes of a vector that straddles n_valid (`count` of them, 0 < count < W) go
-  // to dst one by one through a stack slot: a masked store (vmaskmovps) is microcoded
-  // and slow on AMD cores.
+  // The stores: the vector that straddles n_valid stores lane by lane (store_lanes).
   llvm::Value* lane_slot = fe.entry_alloca(f32, W, 32);
-  auto store_lanes = [&](llvm::Value* value, llvm::Value* dst, llvm::Value* count) {
-    b.CreateAlignedStore(value, lane_slot, llvm::Align(32));
-    fe.emit_loop(
-        imm(0), count,
-        [&](llvm::Value* j) {
-          b.CreateAlignedStore(b.CreateAlignedLoad(f32, gep(lane_slot, j), elem_align), gep(dst, j),
-                               elem_align);
-        },
-        "store.lane");
-  };
   branch(
       n_full, "store",
       [&] {
@@ -571,70 +606,71 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
                 branch(
                     b.CreateICmpSGT(rem, imm(0)), "store.part",
                     [&] {
-                      for (int64_t i = 0; i < MR; ++i) store_lanes(acc[i][v], c_ptr(i, v), rem);
+                      for (int64_t i = 0; i < MR; ++i)
+                        store_lanes(fe, lane_slot, acc[i][v], c_ptr(i, v), rem);
                     },
                     [] {});
               });
         }
       });
-
-  // The epilogue after the store, on the last k-block: a loop over the tile's distinct
-  // rows (rows past rows_valid repeat one of them) that reads each vector of C back from
-  // L1, applies mk.epilogue and stores it; one copy of the expression per vector of a row.
-  if (after_store)
-    emit_if(
-        b, last, "epilogue", nullptr,
-        [&] {
-          std::vector<Input> inputs = epilogue_inputs();
-          std::vector<llvm::Value*> n_masks = n_tail_masks();
-          const int64_t rows = rows_valid > 0 ? rows_valid : MR;
-          fe.emit_loop(
-              imm(0), imm(rows),
-              [&](llvm::Value* i) {
-                llvm::Value* c_row = gep(c_first, b.CreateMul(i, ldc));
-                std::vector<llvm::Value*> input_rows;
-                for (const Input& in : inputs)
-                  input_rows.push_back(in.same_row ? in.base
-                                                   : gep(in.base, b.CreateMul(i, in.row_stride)));
-                for (int64_t v = 0; v < V; ++v) {
-                  llvm::Value* rem = b.CreateSub(n_valid, imm(v * W));
-                  branch(
-                      b.CreateICmpSGT(rem, imm(0)), "epilogue.vector",
-                      [&] {
-                        llvm::Value* dst = gep(c_row, imm(v * W));
-                        llvm::Value* product = b.CreateMaskedLoad(vt, dst, elem_align, n_masks[v],
-                                                                  llvm::Constant::getNullValue(vt));
-                        llvm::Value* out = apply_epilogue(
-                            product,
-                            [&](size_t x) {
-                              return load_input(inputs[x], input_rows[x], v, n_masks[v]);
-                            },
-                            inputs);
-                        branch(
-                            b.CreateICmpSGE(rem, imm(W)), "epilogue.whole",
-                            [&] { b.CreateAlignedStore(out, dst, elem_align); },
-                            [&] { store_lanes(out, dst, rem); });
-                      },
-                      [] {});
-                }
-              },
-              "epilogue.row");
-        },
-        [] {});
 }
 
-}  // namespace
-
-void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
-  if (mk.dot) return emit_dot_micro_kernel(fe, mk);
-  const MicroKernelOperands ops = emit_micro_kernel_operands(fe, mk);
+// A transcendental epilogue (epilogue_after_store) on the last k-block, after the tile's
+// passes have stored its first `rows` rows: one loop over those rows that reads each
+// vector of C back from L1, applies mk.epilogue and stores it. One copy of the
+// expression per vector of a row for the whole micro-kernel.
+void emit_epilogue_after_store(FunctionEmitter& fe, const MicroKernelNode& mk,
+                               const MicroKernelOperands& ops, llvm::Value* rows) {
   llvm::IRBuilder<>& b = fe.builder();
-  if (mk.mr == 1) return emit_tile(fe, mk, ops, 1, b.getInt64(0));
-  // A whole tile (most tiles) runs at its full height. An edge tile of m_valid < MR rows
-  // runs as the passes schedule::edge_passes plans for it (3 rows of a 6 x 64 tile: one
-  // pass of 4, its last row repeated; 9 of a 14 x 32 tile: 8, then 1). Each distinct pass
-  // (height, rows) is emitted once and taken by the edges whose plan holds it (`takes`:
-  // bit m_valid), below the rows of that plan's taller passes, which are whole.
+  const unsigned W = static_cast<unsigned>(mk.vector_width);
+  const int64_t V = mk.nr / W;
+  llvm::Type* f32 = b.getFloatTy();
+  llvm::VectorType* vt = llvm::FixedVectorType::get(f32, W);
+  const llvm::Align elem_align(4);
+  llvm::MDNode* edges_rare = llvm::MDBuilder(b.getContext()).createBranchWeights(1000, 1);
+  llvm::Value* lane_slot = fe.entry_alloca(f32, W, 32);
+  emit_if(
+      b, ops.last, "epilogue", nullptr,
+      [&] {
+        EpilogueEmitter ep(fe, mk, b.getInt64(0));
+        std::vector<llvm::Value*> n_masks = n_tail_masks(b, ops.n_valid, mk.nr, W);
+        fe.emit_loop(
+            b.getInt64(0), rows,
+            [&](llvm::Value* i) {
+              llvm::Value* c_row = b.CreateInBoundsGEP(f32, ops.c_base, b.CreateMul(i, ops.ldc));
+              std::vector<llvm::Value*> input_rows;
+              for (size_t x = 0; x < ep.inputs().size(); ++x) input_rows.push_back(ep.row(x, i));
+              for (int64_t v = 0; v < V; ++v) {
+                llvm::Value* rem = b.CreateSub(ops.n_valid, b.getInt64(v * W));
+                emit_if(
+                    b, b.CreateICmpSGT(rem, b.getInt64(0)), "epilogue.vector", edges_rare,
+                    [&] {
+                      llvm::Value* dst = b.CreateInBoundsGEP(f32, c_row, b.getInt64(v * W));
+                      llvm::Value* product = b.CreateMaskedLoad(vt, dst, elem_align, n_masks[v],
+                                                                llvm::Constant::getNullValue(vt));
+                      llvm::Value* out = ep.apply(product, [&](size_t x) {
+                        return ep.load(x, input_rows[x], v, n_masks[v]);
+                      });
+                      emit_if(
+                          b, b.CreateICmpSGE(rem, b.getInt64(W)), "epilogue.whole", edges_rare,
+                          [&] { b.CreateAlignedStore(out, dst, elem_align); },
+                          [&] { store_lanes(fe, lane_slot, out, dst, rem); });
+                    },
+                    [] {});
+              }
+            },
+            "epilogue.row");
+      },
+      [] {});
+}
+
+// The tile's passes over its m_valid rows. A whole tile (most tiles) runs at its full height. An
+// edge tile of m_valid < MR rows runs as the passes schedule::edge_passes plans for it (3 rows of a
+// 6 x 64 tile: one pass of 4, its last row repeated; 9 of a 14 x 32 tile: 8, then 1). Each distinct
+// pass (height, rows) is emitted once and taken by the edges whose plan holds it (`takes`: bit
+// m_valid), below the rows of that plan's taller passes, which are whole.
+void emit_passes(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernelOperands& ops) {
+  llvm::IRBuilder<>& b = fe.builder();
   const int64_t MR = mk.mr;
   DC_INTERNAL_CHECK(MR < 64, "micro-kernel: {} rows do not fit the edge plan's masks", MR);
   std::map<std::pair<int64_t, int64_t>, uint64_t, std::greater<>> passes;  // tallest first
@@ -668,6 +704,20 @@ void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
               [] {});
         }
       });
+}
+
+}  // namespace
+
+void emit_micro_kernel(FunctionEmitter& fe, const MicroKernelNode& mk) {
+  if (mk.dot) return emit_dot_micro_kernel(fe, mk);
+  const MicroKernelOperands ops = emit_micro_kernel_operands(fe, mk);
+  llvm::IRBuilder<>& b = fe.builder();
+  if (mk.mr == 1)
+    emit_tile(fe, mk, ops, 1, b.getInt64(0));
+  else
+    emit_passes(fe, mk, ops);
+  if (mk.epilogue.defined() && epilogue_after_store(mk.epilogue))
+    emit_epilogue_after_store(fe, mk, ops, mk.mr == 1 ? b.getInt64(1) : ops.m_valid);
 }
 
 }  // namespace dietcode::codegen
