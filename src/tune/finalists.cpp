@@ -15,7 +15,6 @@ namespace dietcode::tune {
 namespace {
 
 using schedule::AnySchedule;
-using AnySet = schedule::AnyScheduleSet;
 
 // Indices of about `count` declared shapes (sorted by their first variable) to measure
 // side by side: the first `dense` of them, `count` spread geometrically over the list
@@ -62,7 +61,7 @@ std::vector<FinalistWindow> plan_finalists(const std::vector<std::vector<int64_t
   for (size_t j = 0; j < sample.size(); ++j) {
     FinalistWindow w;
     w.shape = declared[sample[j]];
-    AnySet in;
+    schedule::AnyScheduleSet in;
     auto add = [&](size_t k) {
       if (int(w.kernels.size()) < params.max_per_window && in.insert(candidates[k]).second)
         w.kernels.push_back(candidates[k]);
@@ -114,7 +113,7 @@ std::vector<std::optional<AnySchedule>> dispatch_challengers(
     const std::vector<std::vector<int64_t>>& declared, const std::vector<AnySchedule>& candidates,
     const std::vector<TuningRecord>& records, const std::vector<AnySchedule>& selected,
     const std::vector<std::vector<double>>& score) {
-  const AnySet chosen(selected.begin(), selected.end());
+  const schedule::AnyScheduleSet chosen(selected.begin(), selected.end());
   const std::vector<std::pair<int, double>> fastest =
       fastest_measured(declared, candidates, records);
   std::vector<std::optional<AnySchedule>> out(declared.size());
@@ -129,7 +128,7 @@ std::vector<std::optional<AnySchedule>> dispatch_challengers(
 }
 
 bool window_done(const FinalistWindow& w, const std::vector<TuningRecord>& records, Origin origin) {
-  AnySet have;
+  schedule::AnyScheduleSet have;
   for (const TuningRecord& r : records)
     if (r.origin == origin && r.shape == w.shape) have.insert(r.schedule);
   for (const AnySchedule& k : w.kernels)
@@ -139,7 +138,7 @@ bool window_done(const FinalistWindow& w, const std::vector<TuningRecord>& recor
 
 std::vector<AnySchedule> finalists_of(const std::vector<FinalistWindow>& windows) {
   std::vector<AnySchedule> out;
-  AnySet seen;
+  schedule::AnyScheduleSet seen;
   for (const FinalistWindow& w : windows)
     for (const AnySchedule& k : w.kernels)
       if (seen.insert(k).second) out.push_back(k);
@@ -248,7 +247,7 @@ std::vector<AnySchedule> crosscheck_challengers(const std::vector<std::vector<in
                                                 const FinalScores& finals,
                                                 const std::vector<AnySchedule>& selected,
                                                 int count) {
-  AnySet chosen(selected.begin(), selected.end());
+  schedule::AnyScheduleSet chosen(selected.begin(), selected.end());
   std::map<std::vector<int64_t>, size_t> shape_index;
   for (size_t s = 0; s < declared.size(); ++s) shape_index[declared[s]] = s;
   std::map<size_t, double> gain;  // finalist -> its largest gain over the selection

@@ -29,8 +29,6 @@ using schedule::RowSchedule;
 
 namespace {
 
-using AnySet = schedule::AnyScheduleSet;
-
 std::vector<AnySchedule> row_space(schedule::Isa isa, int threads, bool reductions) {
   std::vector<AnySchedule> out;
   for (int64_t rows : {1, 2, 4, 8, 16, 32})
@@ -238,7 +236,7 @@ TuneReport tune_small_space(const TuneOptions& o, RecordFile& records, Measurer&
   std::string unit(ops::work_of(o.op.build(), shapes.back()).unit);
   Progress progress(o.label, budget, o.quiet, unit, o.whole);
   resume_joint_progress(progress, records, o);
-  AnySet tried;
+  schedule::AnyScheduleSet tried;
   for (const TuningRecord& r : records.records())
     if (is_joint_trial(r.origin)) tried.insert(r.schedule);
   // Ties in fitness (every kernel alike before anything is measured) go in a random
@@ -291,7 +289,7 @@ TuneReport tune_small_space(const TuneOptions& o, RecordFile& records, Measurer&
   std::vector<const TuningRecord*> own = ok_records(trials_only);
   if (own.empty()) user_error("{}: no trial produced a correct kernel", o.op.describe());
   std::vector<AnySchedule> candidates;
-  AnySet seen;
+  schedule::AnyScheduleSet seen;
   for (const TuningRecord* r : own)
     if (seen.insert(r->schedule).second) candidates.push_back(r->schedule);
   PredictAt predict = [&model](const std::vector<AnySchedule>& k,
