@@ -852,23 +852,28 @@ class BenchRun {
     return best;
   }
 
-  // Phase 6: interleaved rounds of short bursts: every implementation sees the same
-  // machine drift (rounds alternate), and each burst's first call, which reloads that
-  // implementation's own weights into cache, is dropped (warm-cache timing).
-  ShapeTimings time_interleaved(const std::map<std::string, Candidate*>& best, int burst) {
+  // Phase 6: interleaved rounds of bursts, the implementations' order reversed every other
+  // round: all of them see the same machine drift, and each follows a different one in
+  // alternate rounds. Each burst's first call, which reloads that implementation's own
+  // weights into cache, is dropped (warm-cache timing); its other calls are `bursts[impl]`.
+  ShapeTimings time_interleaved(const std::map<std::string, Candidate*>& best,
+                                const std::map<std::string, int>& bursts) {
+    std::vector<std::pair<std::string, Candidate*>> order(best.begin(), best.end());
     ShapeTimings timings;
     std::map<std::string, std::vector<double>> round_medians;
-    for (int round = 0; round < kRounds; ++round)
-      for (auto& [impl, c] : best) {
+    for (int round = 0; round < kRounds; ++round) {
+      for (size_t i = 0; i < order.size(); ++i) {
+        auto& [impl, c] = order[round % 2 ? order.size() - 1 - i : i];
         warm_up(c->run, warm_up_seconds());
         std::vector<double> burst_times;
-        for (int r = 0; r < burst; ++r) burst_times.push_back(timed(c->run));
+        for (int r = 0; r < bursts.at(impl); ++r) burst_times.push_back(timed(c->run));
         timings.times[impl].insert(timings.times[impl].end(), burst_times.begin(),
                                    burst_times.end());
         round_medians[impl].push_back(median(burst_times));
         if (o_.threads > 1)  // every library's spinning workers go idle before the next burst
           settle(max_idle_spin_);
       }
+    }
     timings.spread = 1;
     for (auto& [impl, medians] : round_medians)
       timings.spread =
@@ -879,16 +884,21 @@ class BenchRun {
 
   // Phase 7: a neighbour on a shared machine that takes a core for a while shows as
   // rounds that disagree; the shape is measured again and the least disturbed attempt kept.
+  // Every implementation's burst takes about the same time, its share of a round: as many
+  // calls as its screened time fits (2 to 40). Sized by the slowest implementation, a
+  // fast one got 2 calls right after a slow library's burst: the 2304 x 768 layer at
+  // M = 25-71 measured 0.90-0.98 of the sweep beside BLIS (7 ms a call), 0.99-1.02 without.
   ShapeTimings time_until_undisturbed(const std::map<std::string, Candidate*>& best) {
-    double slowest = 0;
-    for (auto& [impl, c] : best) slowest = std::max(slowest, c->screen);
-    // A cold call costs its sweep too (untimed, but wall time all the same).
-    const double per_call = std::max(slowest, 1e-7) + (cold() ? sweeper_->seconds() : 0.0);
-    int burst =
-        static_cast<int>(std::clamp(o_.seconds_per_measurement / kRounds / per_call, 2.0, 40.0));
+    std::map<std::string, int> bursts;
+    for (auto& [impl, c] : best) {
+      // A cold call costs its sweep too (untimed, but wall time all the same).
+      const double per_call = std::max(c->screen, 1e-7) + (cold() ? sweeper_->seconds() : 0.0);
+      bursts[impl] =
+          static_cast<int>(std::clamp(o_.seconds_per_measurement / kRounds / per_call, 2.0, 40.0));
+    }
     ShapeTimings kept;
     for (int attempt = 1; attempt <= kAttempts; ++attempt) {
-      ShapeTimings timings = time_interleaved(best, burst);
+      ShapeTimings timings = time_interleaved(best, bursts);
       if (timings.spread < kept.spread) kept = std::move(timings);
       if (kept.spread < kDisturbedSpread) break;
     }
