@@ -391,10 +391,10 @@ TEST(GeneratedCode, EpiloguesAfterTheStoreMatchReferenceOnEveryEdge) {
   // The batched case of MatchesReferenceForEveryShape reads a per-row input (tanh).
 }
 
-// Where each epilogue is emitted: a transcendental one once per vector of a row, in the
-// loop after the store; a cheap one on the registers (no such loop). A 6 x 2W tile's
-// kernel with bias + GELU: 26 divisions and 2.6x the bias-only kernel's IR on the
-// registers, 8 and 1.6x in the loop.
+// Where each epilogue is emitted: a transcendental one once per vector of a row, in one
+// loop after every pass has stored; a cheap one on the registers (no such loop). A 6 x 2W
+// tile's kernel with bias + GELU: 26 divisions and 2.6x the bias-only kernel's IR on the
+// registers, 8 and 1.6x with a loop per tile height, 2 with one loop per kernel.
 TEST(GeneratedCode, ATranscendentalEpilogueIsEmittedOncePerVectorOfARowPerKernel) {
   const schedule::Isa isa = codegen::host_target().isa;
   const int64_t w = schedule::vector_isa(isa).width;
