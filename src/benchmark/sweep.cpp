@@ -13,6 +13,10 @@ namespace {
 using schedule::Axis;
 using schedule::ParallelAxis;
 
+// Tile heights up to which the deep variants with tile-wide B panels (warm weights) are
+// also tried narrower.
+constexpr int64_t kNarrowTilePanelRows = 5;
+
 }  // namespace
 
 std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, schedule::Isa isa,
@@ -124,6 +128,29 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
             s.vector_axis == Axis::N) {
           s.prefetch_next = true;
           variants.push_back(s);
+        }
+      }
+    }
+    // B in the cache (warm weights): the deep variants also reading B from tile-wide
+    // panels, one contiguous stream per tile (schedule::BPanel), and at a few rows also
+    // narrower, 4 and 6 vectors wide (on the 2304 x 768 layer at M = 2-5, 1.00-1.11x
+    // oneDNN, the widest tile with vector panels 0.84-0.90x, 8 vectors wide 0.82-1.05x:
+    // docs/bench/tuning-zen5/stop45/).
+    if (c.b.constant && !cold_weights) {
+      const size_t n = variants.size();
+      for (size_t i = 0; i < n; ++i) {
+        schedule::MicroKernelSchedule s = variants[i];
+        if (s.pack_b != schedule::PackB::Prepacked || s.pack_a != schedule::PackA::Direct ||
+            s.inner_tile_loop != Axis::N)
+          continue;
+        s.b_panel = schedule::BPanel::Tile;
+        variants.push_back(s);
+        if (mr > kNarrowTilePanelRows || s.parallel != ParallelAxis::N) continue;
+        for (int64_t vectors : {4, 6}) {
+          schedule::MicroKernelSchedule narrow = s;
+          narrow.nr = std::min(s.nr, vectors * vec.width);
+          narrow.nc = std::max(narrow.nr, s.nc / narrow.nr * narrow.nr);
+          if (narrow.nr < s.nr) variants.push_back(narrow);
         }
       }
     }

@@ -11,6 +11,7 @@
 // tile levels of one axis so the schedule fits that shape better.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <random>
 #include <vector>
@@ -83,6 +84,10 @@ class SearchSpace {
   static constexpr int64_t kSeedPrefetch = 32;
   // k-block of the deep seed (long k blocks, A read in place) for K from it on.
   static constexpr int64_t kDeepK = 768;
+  // Warm constant B and all of M (from kTilePanelMinRows rows on) in one row of tiles: the
+  // deep seed is also seeded with tile-wide B panels, at most this many vectors wide.
+  static constexpr int64_t kTilePanelMinRows = 2;
+  static constexpr std::array<int64_t, 2> kTilePanelVectors{4, 6};
   // Shapes whose seeds come first: the smallest kSeedShapesDense (as the finals sample
   // them: FinalistParams::dense), then kSeedShapesGeometric spread geometrically.
   static constexpr int kSeedShapesDense = 16;
