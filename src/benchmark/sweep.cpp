@@ -133,9 +133,9 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
     }
     // B in the cache (warm weights): the deep variants also reading B from tile-wide
     // panels, one contiguous stream per tile (schedule::BPanel), and at a few rows also
-    // narrower, 4 and 6 vectors wide (on the 2304 x 768 layer at M = 2-5, 1.00-1.11x
-    // oneDNN, the widest tile with vector panels 0.84-0.90x, 8 vectors wide 0.82-1.05x:
-    // docs/bench/tuning-zen5/stop45/).
+    // narrower, 4 and 6 vectors wide (2304 x 768 layer, side by side with oneDNN: 3 x 64 at
+    // M = 2-3 1.00-1.08x, 3 x 128 0.82-1.01x; 5 x 80 at M = 4-5 1.00x on geomean, 0.90x in
+    // vector panels; docs/bench/tuning-zen5/stop45/).
     if (c.b.constant && !cold_weights) {
       const size_t n = variants.size();
       for (size_t i = 0; i < n; ++i) {

@@ -105,7 +105,9 @@ struct MicroKernelSchedule {
   // With pack_b prepacked: vector-wide or tile-wide panels (BPanel). A 3 x 128 tile at
   // M = 3 (K = 768, N = 3072, weights cold) streamed B at 41 GB/s from 8 vector panels and
   // at 48 GB/s from one tile panel, the machine's read bandwidth; inside a twelve-layer
-  // model, no faster (src/schedule/README.md), so the tuner's search does not draw it.
+  // model, no faster (src/schedule/README.md), so the search does not draw it. With the
+  // weights in cache a few rows of a product read B once per call, from the cache, and
+  // there it is seeded (tune::SearchSpace::seeds_for).
   BPanel b_panel = BPanel::Vector;
   // N: outer products, nr a multiple of the vector width. K: dot products, nr any count of
   // columns, A and B read in place (pack_a and pack_b direct, k_streams 1).

@@ -440,9 +440,9 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
         std::rotate(out.begin(), out.end() - 1, out.end());
         // Warm constant B and all of M in one row of tiles: a call reads B once, from the
         // cache, and next the same tile reading it from tile-wide panels, one contiguous
-        // stream, kTilePanelVectors wide (docs/bench/tuning-zen5/stop45/: on the 2304 x 768
-        // layer at M = 2-5, 1.00-1.11x oneDNN where the widest tile with vector panels ran
-        // at 0.84-0.90x; 8 vectors wide, 0.82-1.05x).
+        // stream, at most kTilePanelVectors wide (2304 x 768 layer, side by side with oneDNN:
+        // 3 x 64 at M = 2-3 1.00-1.08x, 3 x 128 0.82-1.01x; 5 x 80 at M = 4-5 1.00x on
+        // geomean, 0.90x in vector panels; docs/bench/tuning-zen5/stop45/).
         if (!cold_weights_ && c_.b.constant && e.m >= kTilePanelMinRows && e.m <= s.mr) {
           auto at = out.begin() + 1;
           for (int64_t vectors : kTilePanelVectors) {

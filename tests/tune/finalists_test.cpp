@@ -415,6 +415,54 @@ TEST(Seeds, TileHeightsWhoseWidestTileUsesTheMultiplyAddRateComeFirst) {
   }
 }
 
+TEST(Seeds, AFewRowsOfWarmConstantBAlsoReadItFromTilePanels) {
+  // Weights in cache, all of M in one row of tiles (M = 2..5 on AVX-512): behind the deep
+  // seed, the same tile reading B from tile-wide panels at most 4 and 6 vectors wide
+  // (kTilePanelVectors), the rest of the schedule unchanged. One row (the M <= 2 seeds
+  // stream B), several rows of tiles and cold weights get none.
+  te::Operator op = ops::dense(1, 128, 2304, 768);
+  const schedule::VectorIsa& vec = schedule::vector_isa(schedule::Isa::Avx512);
+  SearchSpace warm(op, schedule::Isa::Avx512, 1, range(1, 128), SpaceKind::ShapeGeneric);
+  SearchSpace cold(op, schedule::Isa::Avx512, 1, range(1, 128), SpaceKind::ShapeGeneric,
+                   /*cold_weights=*/true);
+  for (int64_t m = 1; m <= 128; ++m) {
+    std::vector<schedule::MicroKernelSchedule> seeds = warm.seeds_for(warm.extents()[m - 1]);
+    ASSERT_FALSE(seeds.empty()) << "M=" << m;
+    const schedule::MicroKernelSchedule& deep = seeds.front();
+    ASSERT_EQ(deep.pack_a, schedule::PackA::Direct) << "M=" << m;
+    EXPECT_EQ(deep.b_panel, schedule::BPanel::Vector) << "M=" << m;
+    std::vector<schedule::MicroKernelSchedule> tiled;
+    for (const schedule::MicroKernelSchedule& s : seeds)
+      if (s.b_panel == schedule::BPanel::Tile) tiled.push_back(s);
+    if (m < SearchSpace::kTilePanelMinRows || m > deep.mr) {
+      EXPECT_TRUE(tiled.empty()) << "M=" << m << ": " << schedule::to_json_text(tiled.front());
+      continue;
+    }
+    ASSERT_FALSE(tiled.empty()) << "M=" << m;
+    ASSERT_GE(seeds.size(), tiled.size() + 1);
+    for (size_t i = 0; i < tiled.size(); ++i) {
+      EXPECT_EQ(seeds[i + 1], tiled[i]) << "M=" << m << ": the tile panels come second";
+      const int64_t vectors = SearchSpace::kTilePanelVectors[i];
+      EXPECT_LE(tiled[i].nr, vectors * vec.width) << "M=" << m;
+      schedule::MicroKernelSchedule back = tiled[i];
+      back.b_panel = schedule::BPanel::Vector;
+      back.nr = deep.nr;
+      back.nc = deep.nc;
+      EXPECT_EQ(back, deep) << "M=" << m << ": " << schedule::to_json_text(tiled[i]);
+      EXPECT_EQ(tiled[i].nc % tiled[i].nr, 0) << "M=" << m;
+    }
+    for (const schedule::MicroKernelSchedule& s : cold.seeds_for(cold.extents()[m - 1]))
+      EXPECT_EQ(s.b_panel, schedule::BPanel::Vector) << "M=" << m << " (cold weights)";
+  }
+  // M = 3: 3 x 64 and 3 x 96 in tile panels behind the 3 x 128 deep seed.
+  std::vector<schedule::MicroKernelSchedule> m3 = warm.seeds_for(warm.extents()[2]);
+  ASSERT_GE(m3.size(), 3u);
+  EXPECT_EQ(m3[0].mr, 3);
+  EXPECT_EQ(m3[0].nr, 128);
+  EXPECT_EQ(m3[1].nr, 64);
+  EXPECT_EQ(m3[2].nr, 96);
+}
+
 TEST(Seeds, EachOfTheSmallestShapesIsSeededBeforeLargerOnes) {
   // Every M up to kSeedShapesDense has its own best tile height (M = 11: 11 x 32); round 1
   // measures a prefix of the seeds, so each one's first seed comes before any larger
