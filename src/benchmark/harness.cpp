@@ -21,6 +21,7 @@
 #include <set>
 #include <thread>
 
+#include "benchmark/interleave.h"
 #include "benchmark/load_peers.h"
 #include "benchmark/sweep.h"
 #include "benchmark/workloads.h"
@@ -853,9 +854,9 @@ class BenchRun {
   }
 
   // Phase 6: interleaved rounds of bursts, the implementations' order reversed every other
-  // round: all of them see the same machine drift, and each follows a different one in
-  // alternate rounds. Each burst's first call, which reloads that implementation's own
-  // weights into cache, is dropped (warm-cache timing); its other calls are `bursts[impl]`.
+  // round (implementation_at, interleave.h). Each burst's first call, which reloads that
+  // implementation's own weights into cache, is dropped (warm-cache timing); its other calls are
+  // `bursts[impl]`.
   ShapeTimings time_interleaved(const std::map<std::string, Candidate*>& best,
                                 const std::map<std::string, int>& bursts) {
     std::vector<std::pair<std::string, Candidate*>> order(best.begin(), best.end());
@@ -863,7 +864,7 @@ class BenchRun {
     std::map<std::string, std::vector<double>> round_medians;
     for (int round = 0; round < kRounds; ++round) {
       for (size_t i = 0; i < order.size(); ++i) {
-        auto& [impl, c] = order[round % 2 ? order.size() - 1 - i : i];
+        auto& [impl, c] = order[implementation_at(round, i, order.size())];
         warm_up(c->run, warm_up_seconds());
         std::vector<double> burst_times;
         for (int r = 0; r < bursts.at(impl); ++r) burst_times.push_back(timed(c->run));
@@ -884,17 +885,13 @@ class BenchRun {
 
   // Phase 7: a neighbour on a shared machine that takes a core for a while shows as
   // rounds that disagree; the shape is measured again and the least disturbed attempt kept.
-  // Every implementation's burst takes about the same time, its share of a round: as many
-  // calls as its screened time fits (2 to 40). Sized by the slowest implementation, a
-  // fast one got 2 calls right after a slow library's burst: the 2304 x 768 layer at
-  // M = 25-71 measured 0.90-0.98 of the sweep beside BLIS (7 ms a call), 0.99-1.02 without.
+  // Every implementation's burst takes about the same time (calls_per_burst, interleave.h).
   ShapeTimings time_until_undisturbed(const std::map<std::string, Candidate*>& best) {
     std::map<std::string, int> bursts;
     for (auto& [impl, c] : best) {
       // A cold call costs its sweep too (untimed, but wall time all the same).
-      const double per_call = std::max(c->screen, 1e-7) + (cold() ? sweeper_->seconds() : 0.0);
-      bursts[impl] =
-          static_cast<int>(std::clamp(o_.seconds_per_measurement / kRounds / per_call, 2.0, 40.0));
+      const double per_call = c->screen + (cold() ? sweeper_->seconds() : 0.0);
+      bursts[impl] = calls_per_burst(per_call, o_.seconds_per_measurement, kRounds);
     }
     ShapeTimings kept;
     for (int attempt = 1; attempt <= kAttempts; ++attempt) {
