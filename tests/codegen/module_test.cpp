@@ -11,6 +11,7 @@
 #include <optional>
 #include <random>
 #include <thread>
+#include <variant>
 
 #include "codegen/llvm/object_cache.h"
 #include "codegen/llvm/target.h"
@@ -106,6 +107,32 @@ TEST_F(ModuleApiTest, EveryShapeMatchesTheReference) {
   auto packed = m.prepack(in[0].data(), int64_t(in[0].size()));
   runtime::ModuleSpec spec = runtime::load_module_spec(path_);
   for (int64_t M : {1, 2, 3, 4, 5, 7, 13, 39, 40, 41, 63, 64, 65, 97, 128, 1031}) {
+    EXPECT_EQ(m.kernel_for({M}), M <= 4 ? 0 : (M <= 40 ? 1 : 2)) << M;
+    EXPECT_LT(check(m, spec, M, packed.get(), in), 1e-5) << "M=" << M;
+  }
+}
+
+// A module whose kernels read B in three layouts (one-vector panels, and tile panels two
+// and three vectors wide, as a warm tuning run's tile-panel seeds leave it): one prepack
+// serves them all, each kernel reading its own copy, at every M and past the range.
+TEST_F(ModuleApiTest, KernelsOfSeveralPackedLayoutsShareOnePrepack) {
+  runtime::ModuleSpec spec = hand_module(codegen::host_target().isa);
+  const int64_t w = schedule::vector_isa(spec.isa).width;
+  auto k2 = std::get<schedule::MicroKernelSchedule>(spec.kernels[1]);
+  k2.b_panel = schedule::BPanel::Tile;
+  auto k3 = testing::make_schedule(spec.isa, 3, 3 * w, 40, 12, 3 * w);
+  k3.pack_a = schedule::PackA::Direct;
+  k3.pack_b = schedule::PackB::Prepacked;
+  k3.b_panel = schedule::BPanel::Tile;
+  k3.inner_tile_loop = schedule::Axis::N;
+  spec.kernels[1] = k2;
+  spec.kernels[2] = k3;
+  const std::string path = (dir_ / "layouts.json").string();
+  runtime::save_module_spec(spec, path);
+  Module m = Module::load(path);
+  auto in = weights_and_bias(m);
+  auto packed = m.prepack(in[0].data(), int64_t(in[0].size()));
+  for (int64_t M : {1, 2, 3, 4, 5, 7, 13, 39, 40, 41, 42, 43, 63, 64, 65, 97, 128, 1031}) {
     EXPECT_EQ(m.kernel_for({M}), M <= 4 ? 0 : (M <= 40 ? 1 : 2)) << M;
     EXPECT_LT(check(m, spec, M, packed.get(), in), 1e-5) << "M=" << M;
   }
