@@ -143,15 +143,11 @@ std::vector<schedule::MicroKernelSchedule> sweep_grid(const te::Operator& op, sc
         if (s.pack_b != schedule::PackB::Prepacked || s.pack_a != schedule::PackA::Direct ||
             s.inner_tile_loop != Axis::N)
           continue;
-        s.b_panel = schedule::BPanel::Tile;
-        variants.push_back(s);
+        variants.push_back(schedule::in_tile_panels(s, s.nr));
         if (mr > kNarrowTilePanelRows || s.parallel != ParallelAxis::N) continue;
-        for (int64_t vectors : {4, 6}) {
-          schedule::MicroKernelSchedule narrow = s;
-          narrow.nr = std::min(s.nr, vectors * vec.width);
-          narrow.nc = std::max(narrow.nr, s.nc / narrow.nr * narrow.nr);
-          if (narrow.nr < s.nr) variants.push_back(narrow);
-        }
+        for (int64_t vectors : {4, 6})
+          if (vectors * vec.width < s.nr)
+            variants.push_back(schedule::in_tile_panels(s, vectors * vec.width));
       }
     }
     for (const schedule::MicroKernelSchedule& s : variants) {

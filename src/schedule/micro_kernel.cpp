@@ -256,6 +256,13 @@ int64_t max_tile_vectors(int64_t mr, int64_t registers) {
   return v;
 }
 
+MicroKernelSchedule in_tile_panels(MicroKernelSchedule s, int64_t max_nr) {
+  s.b_panel = BPanel::Tile;
+  s.nr = std::min(s.nr, max_nr);
+  s.nc = std::max(s.nr, s.nc / s.nr * s.nr);
+  return s;
+}
+
 std::vector<EdgePass> edge_passes(int64_t mr, int64_t vectors, int64_t vector_bytes, int64_t kc,
                                   int64_t rows) {
   DC_INTERNAL_CHECK(rows >= 1 && rows < mr, "edge_passes: {} rows of a {}-row tile", rows, mr);

@@ -149,6 +149,10 @@ int64_t tile_registers(int64_t mr, int64_t vectors);
 int64_t max_tile_rows(int64_t vectors, int64_t registers);
 int64_t max_tile_vectors(int64_t mr, int64_t registers);
 
+// `s` reading B from tile-wide panels (BPanel::Tile), its tile at most `max_nr` wide and
+// its N block a whole number of such tiles (at least one).
+MicroKernelSchedule in_tile_panels(MicroKernelSchedule s, int64_t max_nr);
+
 // How a register tile of mr rows (of outer products, `vectors` vectors of `vector_bytes`
 // across, k-blocks of kc) computes an edge of `rows` < mr rows at M's end: as passes over
 // its k-loop, each a sub-tile whose height is a power of two below mr or mr itself,

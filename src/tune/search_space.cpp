@@ -446,10 +446,8 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
         if (!cold_weights_ && c_.b.constant && e.m >= kTilePanelMinRows && e.m <= s.mr) {
           auto at = out.begin() + 1;
           for (int64_t vectors : kTilePanelVectors) {
-            MicroKernelSchedule tile_panel = out.front();
-            tile_panel.b_panel = schedule::BPanel::Tile;
-            tile_panel.nr = std::min(tile_panel.nr, vectors * vec_.width);
-            tile_panel.nc = std::max(tile_panel.nr, tile_panel.nc / tile_panel.nr * tile_panel.nr);
+            MicroKernelSchedule tile_panel =
+                schedule::in_tile_panels(out.front(), vectors * vec_.width);
             if (valid(tile_panel) && std::find(out.begin(), out.end(), tile_panel) == out.end())
               at = out.insert(at, tile_panel) + 1;
           }
