@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 
 #include "ir/evaluate.h"
 #include "support/int_math.h"
@@ -31,11 +32,25 @@ double tile_rows_done(const schedule::MicroKernelSchedule& s, int64_t m) {
   if (edge == 0) return double(whole);
   if (s.vector_axis == schedule::Axis::K) return double(whole + s.mr);
   const int64_t width = schedule::vector_isa(s.isa).width;
-  double rows = 0;
-  for (const schedule::EdgePass& p :
-       schedule::edge_passes(s.mr, s.nr / width, 4 * width, s.kc, edge))
-    rows += double(p.height) + kSubTileRows;
-  return double(whole) + std::min(rows, double(s.mr));
+  auto edge_rows = [&] {
+    double rows = 0;
+    for (const schedule::EdgePass& p :
+         schedule::edge_passes(s.mr, s.nr / width, 4 * width, s.kc, edge))
+      rows += double(p.height) + kSubTileRows;
+    return std::min(rows, double(s.mr));
+  };
+  // The search asks this for every candidate at every declared shape in every generation
+  // (~2 s of a 1000-trial joint run planning the edge passes again): remembered per
+  // (tile, k block, edge rows), which pack into one key while each fits its field.
+  const int64_t vectors = s.nr / width;
+  if (s.mr >= 256 || vectors >= 256 || width >= 256 || s.kc >= (int64_t{1} << 24))
+    return double(whole) + edge_rows();
+  const uint64_t key = uint64_t(s.mr) | uint64_t(vectors) << 8 | uint64_t(width) << 16 |
+                       uint64_t(edge) << 24 | uint64_t(s.kc) << 32;
+  thread_local std::unordered_map<uint64_t, double> known;
+  auto it = known.find(key);
+  if (it == known.end()) it = known.emplace(key, edge_rows()).first;
+  return double(whole) + it->second;
 }
 
 double pad_ratio(const schedule::MicroKernelSchedule& s, const Extents& e) {

@@ -36,7 +36,8 @@ struct MeasureRequest {
   // Tests only (needs allow_faults): "crash", "hang", "wrong", "slow" (every other
   // burst of every attempt sleeps: always disturbed) or "slow-once" (the first attempt
   // only: disturbed, then re-measured clean); side by side also "slow-first" (every
-  // burst of the window's first kernel sleeps: far behind, out of the race).
+  // burst of the window's first kernel sleeps: far behind, out of the race) and
+  // "jumpy-first" (the same, every other burst slower still: disturbed as well).
   std::string fault;
 };
 
