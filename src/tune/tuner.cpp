@@ -27,6 +27,18 @@ namespace {
 
 using schedule::MicroKernelSchedule;
 
+// Where a search's time goes (the notes' "search: ..."): each phase adds the seconds since
+// the previous one ended.
+struct SearchTimes {
+  double measuring = 0, fitting = 0, evolving = 0;
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  void add(double& phase) {
+    const auto now = std::chrono::steady_clock::now();
+    phase += std::chrono::duration<double>(now - last).count();
+    last = now;
+  }
+};
+
 // The contraction cost model's predictions for kernels of any kind (all contractions).
 PredictAt predictor(const CostModel& model) {
   return [&model](const std::vector<schedule::AnySchedule>& k,
@@ -163,17 +175,12 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
   for (const TuningRecord& r : records.records())
     if (r.origin == Origin::Calibration) calibrated = true;
   std::unordered_map<MicroKernelSchedule, size_t, schedule::ScheduleHash> seed_shape;
-  using Clock = std::chrono::steady_clock;
-  double fit_s = 0, propose_s = 0, measure_s = 0;
-  auto since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
+  SearchTimes times;
   while (progress.done() < o.trials) {
     ++round;
-    Clock::time_point t0 = Clock::now();
+    times.last = std::chrono::steady_clock::now();
     model.fit(clean_records(records.records(), warm));
-    fit_s += since(t0);
-    t0 = Clock::now();
+    times.add(times.fitting);
     // Seeds: the search's own candidates (measured at S*), by intrinsic throughput.
     std::vector<const TuningRecord*> searched;
     for (const TuningRecord& r : records.records())
@@ -216,14 +223,13 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
       calibrated = true;
       for (Trial& t : plan_calibration(seeds.best_first, shapes)) trials.push_back(std::move(t));
     }
-    propose_s += since(t0);
+    times.add(times.evolving);
     if (trials.empty()) {
       report.notes.push_back("the search space is exhausted: no unmeasured candidate left");
       break;
     }
-    t0 = Clock::now();
     measure_and_record(measurer, records, trials, progress);
-    measure_s += since(t0);
+    times.add(times.measuring);
     // Progress: the geomean over shapes of the best predicted and best measured GFLOP/s.
     std::vector<double> best_pred(top.empty() ? 0 : shapes.size(), 0.0), best_meas;
     for (const auto& row : predicted)
@@ -239,7 +245,7 @@ TuneReport tune_joint(const TuneOptions& o, RecordFile& records,
     report.notes.push_back(fmt::format(
         "search: {} rounds, {:.1f} s measuring, {:.1f} s fitting the cost model, {:.1f} s "
         "evolving and planning",
-        round, measure_s, fit_s, propose_s));
+        round, times.measuring, times.fitting, times.evolving));
   // Selection over every kernel measured correct somewhere, from the finalists' paired
   // numbers, planned without the finals themselves.
   std::vector<TuningRecord> trials_only = without_finals(records.records());
@@ -269,11 +275,7 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
   std::mt19937_64 rng(o.seed * 1000003 + uint64_t(records.records().size()));
   std::vector<MicroKernelSchedule> winners;
   ScheduleSet winner_set;
-  using Clock = std::chrono::steady_clock;
-  double fit_s = 0, propose_s = 0, measure_s = 0;
-  auto since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
+  SearchTimes times;
   for (int64_t m : ms) {
     std::vector<int64_t> shape{m};
     auto own = [&] {
@@ -300,10 +302,9 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
       for (const TuningRecord* r : mine)
         if (r->ok() && r->gflops > 0) mine_ok.push_back(r);
       std::erase_if(mine_ok, [](const TuningRecord* r) { return !r->clean(); });
-      Clock::time_point t0 = Clock::now();
+      times.last = std::chrono::steady_clock::now();
       model.fit(mine_ok);
-      fit_s += since(t0);
-      t0 = Clock::now();
+      times.add(times.fitting);
       Seeds seeds = rank_seeds(mine, [](const TuningRecord& r) { return r.gflops; });
       ctx.trials_so_far = done;
       int count = int(std::min<int64_t>(o.search.measure_per_round, o.trials_per_shape - done));
@@ -311,15 +312,14 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
       for (const MicroKernelSchedule& s :
            propose_batch(ctx, o.search, seeds.best_first, seeds.measured, count, rng))
         trials.push_back({{s, shape, ""}, Origin::PerShape});
-      propose_s += since(t0);
+      times.add(times.evolving);
       if (trials.empty()) {
         report.notes.push_back(
             fmt::format("M={}: the divisor space is exhausted after {} trials", m, done));
         break;
       }
-      t0 = Clock::now();
       measure_and_record(measurer, records, trials, progress);
-      measure_s += since(t0);
+      times.add(times.measuring);
       done += int64_t(trials.size());
       double best = 0;
       for (const TuningRecord* r : own())
@@ -338,7 +338,7 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
   report.notes.push_back(
       fmt::format("search: {:.1f} s measuring, {:.1f} s fitting the cost models, {:.1f} s "
                   "evolving",
-                  measure_s, fit_s, propose_s));
+                  times.measuring, times.fitting, times.evolving));
   // A module from the per-shape winners: each tuned shape keeps its own winner; the other
   // shapes go to the winner a cost model over all per-shape records predicts best.
   CostModel model(op, o.threads);
