@@ -37,6 +37,30 @@ TEST(PadRatio, EdgeRowsCostTheirSubTiles) {
   EXPECT_DOUBLE_EQ(tile_rows_done(s, 5), 8.0);
 }
 
+// The edge rows are remembered per tile: asked again, and for tiles that differ only in
+// width, ISA or k block (which change the passes' plan), each answer is still the plan's.
+TEST(PadRatio, RememberedEdgeRowsAreEachTilesOwn) {
+  auto planned = [](const schedule::MicroKernelSchedule& s, int64_t m) {
+    const int64_t w = schedule::vector_isa(s.isa).width, edge = m % s.mr;
+    if (edge == 0) return double(m);
+    double rows = 0;
+    for (const schedule::EdgePass& p : schedule::edge_passes(s.mr, s.nr / w, 4 * w, s.kc, edge))
+      rows += double(p.height) + kSubTileRows;
+    return double(m - edge) + std::min(rows, double(s.mr));
+  };
+  for (int pass = 0; pass < 2; ++pass)
+    for (schedule::Isa isa : {schedule::Isa::Avx2, schedule::Isa::Avx512})
+      for (int64_t mr : {3, 7, 12, 15})
+        for (int64_t vectors : {1, 2, 4})
+          for (int64_t kc : {64, 4096}) {
+            const int64_t w = schedule::vector_isa(isa).width;
+            auto s = make_schedule(isa, mr, vectors * w, kc, mr, vectors * w);
+            for (int64_t m = 1; m <= 2 * mr + 1; ++m)
+              EXPECT_DOUBLE_EQ(tile_rows_done(s, m), planned(s, m))
+                  << "mr " << mr << " vectors " << vectors << " kc " << kc << " m " << m;
+          }
+}
+
 TEST(PadRatio, CountsBothAxesWhenOneVariableDrivesThem) {
   // Attention's Q K^T: M = N = T. At T = 17, 4-row tiles compute 16 rows and a 1-row
   // sub-tile, and 8-wide tiles 24 columns: both paddings count.
