@@ -266,7 +266,7 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
   notes.push_back(fmt::format(
       "dispatch check: the best {} of the {} selected kernels side by side on {} more shapes, "
       "with {} challengers on {} of them ({} measured in this run, {:.1f} s)",
-      o.finalists.dispatch_check, second.kernels.size(), between.size(), challengers.size(),
+      o.finalists.dispatch_check, second.kernels.size(), between.size(), paired.size(),
       challenged_shapes, between_now, between_seconds));
   return build_module(o, predict, last.kernels, last.score, o.max_kernels, notes);
 }
