@@ -136,6 +136,22 @@ bool window_done(const FinalistWindow& w, const std::vector<TuningRecord>& recor
   return true;
 }
 
+std::vector<FinalistWindow> plan_crosscheck(const std::vector<FinalistWindow>& windows,
+                                            const std::vector<AnySchedule>& selected,
+                                            const std::vector<AnySchedule>& challengers,
+                                            int everywhere) {
+  std::vector<FinalistWindow> out;
+  for (const FinalistWindow& w : windows) {
+    FinalistWindow c{w.shape, selected};
+    for (size_t i = 0; i < challengers.size(); ++i)
+      if (int(i) < everywhere ||
+          std::find(w.kernels.begin(), w.kernels.end(), challengers[i]) != w.kernels.end())
+        c.kernels.push_back(challengers[i]);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 std::vector<AnySchedule> finalists_of(const std::vector<FinalistWindow>& windows) {
   std::vector<AnySchedule> out;
   schedule::AnyScheduleSet seen;

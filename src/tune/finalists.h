@@ -19,8 +19,9 @@
 //                    its window ranks no higher than the window's slowest kernel
 //   crosscheck       the kernels of that first selection (and a few challengers: a
 //                    finalist it left out that was measured well ahead of it on a shape),
-//                    all of them side by side on each shape of the finals (appended as
-//                    Origin::Crosscheck): a kernel
+//                    all of them side by side on each shape of the finals, more
+//                    challengers where the finals measured them (plan_crosscheck;
+//                    appended as Origin::Crosscheck): a kernel
 //                    that won only at its own few shapes was never paired with the others
 //                    elsewhere, where its score was the model's guess; the selection and
 //                    the dispatch tree are then decided again among these kernels, from
@@ -47,14 +48,15 @@
 namespace dietcode::tune {
 
 struct FinalistParams {
-  int shapes = 16;         // declared shapes sampled geometrically, plus shapes / 4 evenly
-                           // (all of them when fewer); 0: no finals
-  int dense = 16;          // and every one of the first (smallest) this many
-  int per_shape = 3;       // best candidates of each sampled shape
-  int max_per_window = 5;  // kernels timed side by side on one shape
-  bool crosscheck = true;  // then the first selection's kernels on every finals shape,
-  int challengers = 3;     // with at most this many crosscheck_challengers,
-  int dispatch_check = 2;  // then at most this many on each other declared shape (< 2: none)
+  int shapes = 16;            // declared shapes sampled geometrically, plus shapes / 4 evenly
+                              // (all of them when fewer); 0: no finals
+  int dense = 16;             // and every one of the first (smallest) this many
+  int per_shape = 3;          // best candidates of each sampled shape
+  int max_per_window = 5;     // kernels timed side by side on one shape
+  bool crosscheck = true;     // then the first selection's kernels on every finals shape,
+  int challengers = 3;        // with at most this many crosscheck_challengers on each shape,
+  int local_challengers = 5;  // and this many more where the finals measured them,
+  int dispatch_check = 2;     // then at most this many on each other declared shape (< 2: none)
 };
 
 struct FinalistWindow {
@@ -141,6 +143,21 @@ constexpr double kChallengerGain = 0.05;
 std::vector<schedule::AnySchedule> crosscheck_challengers(
     const std::vector<std::vector<int64_t>>& declared, const std::vector<FinalistWindow>& windows,
     const FinalScores& finals, const std::vector<schedule::AnySchedule>& selected, int count);
+
+// The crosscheck's windows: on each shape of the finals (`windows`), every kernel of the
+// first selection and the first `everywhere` of the `challengers` (largest gain first, as
+// crosscheck_challengers orders them), and each later challenger only where the finals
+// measured it (the windows that held it). Those are specialists the finals measured well
+// ahead on their own shapes; timed on every shape, each cost what a selected kernel costs,
+// and three of the ten a 250-trial qkv run found were: an 8 x 48 tile the finals measured
+// 53% above the selection at M = 8 was left out, and the module ran M = 8 at 0.88 of the
+// sweep (paired, that tile was 15% ahead of the 14 x 32 serving M = 8, in `dietcode bench`
+// and in the encoder alike). Elsewhere a local challenger's score stays capped by each
+// window's slowest kernel (final_scores_from): it may take only the shapes it was paired on.
+std::vector<FinalistWindow> plan_crosscheck(const std::vector<FinalistWindow>& windows,
+                                            const std::vector<schedule::AnySchedule>& selected,
+                                            const std::vector<schedule::AnySchedule>& challengers,
+                                            int everywhere);
 
 // The union of the windows' kernels, in first-seen order.
 std::vector<schedule::AnySchedule> finalists_of(const std::vector<FinalistWindow>& w);

@@ -210,24 +210,27 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
   runtime::ModuleSpec first =
       build_module(o, predict, finals.kernels, finals.score, o.max_kernels, notes);
   if (first.kernels.size() < 2 || !o.finalists.crosscheck) return first;
-  // The crosscheck (tune/finalists.h): the selected kernels and the challengers, all of
-  // them side by side on each shape of the finals, then the selection and the dispatch
-  // decided again.
+  // The crosscheck (tune/finalists.h): the selected kernels and the first challengers side
+  // by side on each shape of the finals, the other challengers with them where the finals
+  // measured them, then the selection and the dispatch decided again.
   std::vector<schedule::AnySchedule> pool = first.kernels;
   const std::vector<schedule::AnySchedule> challengers =
-      crosscheck_challengers(shapes, windows, finals, first.kernels, o.finalists.challengers);
+      crosscheck_challengers(shapes, windows, finals, first.kernels,
+                             o.finalists.challengers + o.finalists.local_challengers);
   pool.insert(pool.end(), challengers.begin(), challengers.end());
-  std::vector<FinalistWindow> cross;
-  for (const FinalistWindow& w : windows) cross.push_back({w.shape, pool});
+  const std::vector<FinalistWindow> cross =
+      plan_crosscheck(windows, first.kernels, challengers, o.finalists.challengers);
+  const size_t everywhere = std::min(challengers.size(), size_t(o.finalists.challengers));
   auto [checked_now, check_seconds] =
       measure_windows(o, records, measurer, cross, Origin::Crosscheck, "crosscheck");
   const std::vector<std::vector<double>> pool_predicted = predict(pool, shapes);
   FinalScores checked =
       final_scores_from(shapes, pool, pool_predicted, records.records(), {Origin::Crosscheck});
   notes.push_back(fmt::format(
-      "crosscheck: the {} selected kernels and {} challengers side by side on {} shapes ({} "
-      "measured in this run, {:.1f} s)",
-      first.kernels.size(), challengers.size(), cross.size(), checked_now, check_seconds));
+      "crosscheck: the {} selected kernels and {} challengers side by side on {} shapes, {} "
+      "more challengers where the finals measured them ({} measured in this run, {:.1f} s)",
+      first.kernels.size(), everywhere, cross.size(), challengers.size() - everywhere, checked_now,
+      check_seconds));
   runtime::ModuleSpec second =
       build_module(o, predict, checked.kernels, checked.score, o.max_kernels, notes);
   // The dispatch check (tune/finalists.h): the shapes between the finals' samples, each

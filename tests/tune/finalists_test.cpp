@@ -64,6 +64,32 @@ TEST(Finalists, ChallengersAreLeftOutKernelsMeasuredWellAheadOnAShape) {
   EXPECT_TRUE(crosscheck_challengers(shapes, windows, finals, selected, 3).empty());
 }
 
+TEST(Finalists, TheFirstChallengersMeetTheSelectionEverywhereTheOthersWhereTheFinalsMetThem) {
+  const std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2), kernel(3),
+                                                 kernel(4), kernel(5), kernel(6)};
+  // The finals: kernel 3 was in the windows of M = 2 and 8, kernel 4 in M = 8's, kernel 5
+  // in M = 32's; kernels 0 and 1 are the first selection.
+  const std::vector<FinalistWindow> finals = {
+      {{2}, {ks[0], ks[3]}}, {{8}, {ks[1], ks[3], ks[4]}}, {{32}, {ks[0], ks[1], ks[5]}}};
+  const std::vector<schedule::AnySchedule> selected = {ks[0], ks[1]};
+  // Largest gain first: kernel 5 goes everywhere, kernels 3 and 4 where they were finals.
+  const std::vector<schedule::AnySchedule> challengers = {ks[5], ks[3], ks[4]};
+  const std::vector<FinalistWindow> cross = plan_crosscheck(finals, selected, challengers, 1);
+  ASSERT_EQ(cross.size(), finals.size());
+  const std::vector<std::vector<schedule::AnySchedule>> want = {
+      {ks[0], ks[1], ks[5], ks[3]}, {ks[0], ks[1], ks[5], ks[3], ks[4]}, {ks[0], ks[1], ks[5]}};
+  for (size_t w = 0; w < cross.size(); ++w) {
+    EXPECT_EQ(cross[w].shape, finals[w].shape);
+    EXPECT_EQ(cross[w].kernels, want[w]) << "window M = " << finals[w].shape[0];
+  }
+  // Every challenger everywhere, as before the local ones.
+  for (const FinalistWindow& w : plan_crosscheck(finals, selected, challengers, 3))
+    EXPECT_EQ(w.kernels.size(), 5u);
+  // No challenger: the selection alone on every shape.
+  for (const FinalistWindow& w : plan_crosscheck(finals, selected, {}, 3))
+    EXPECT_EQ(w.kernels, selected);
+}
+
 TEST(Finalists, EachSampledShapeMeetsItsBestAndItsNeighboursBest) {
   std::vector<std::vector<int64_t>> shapes = range(1, 9);
   std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2), kernel(3), kernel(4), kernel(5)};
