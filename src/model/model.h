@@ -58,9 +58,9 @@ class Model {
   const BertConfig& config() const;
   const Graph& graph() const;
   const ModelLoadTimes& load_times() const;
-  // Memory the model holds: weights packed for its kernels and stacked Q K V (the mapped
-  // file aside), and the workspaces (one per concurrent call, each the memory plan's size
-  // for the longest T seen so far, at least the modules' largest tuned T).
+  // Memory the model holds: weights packed for its kernels and stacked Q K V where a kernel
+  // reads them unpacked (the mapped file aside), and the workspaces (one per concurrent call, each
+  // the memory plan's size for the longest T seen so far, at least the modules' largest tuned T).
   struct Memory {
     int64_t weight_bytes = 0;
     int64_t workspace_bytes = 0;

@@ -1,5 +1,6 @@
 #include "runtime/module.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -66,6 +67,11 @@ PackedWeights Module::prepack(const std::vector<int64_t>& shape, ConstTensor wei
     w.per_kernel.push_back(packed);
   }
   return w;
+}
+
+bool PackedWeights::covers_every_kernel() const {
+  return !per_kernel.empty() &&
+         std::ranges::all_of(per_kernel, [](const auto& p) { return p != nullptr; });
 }
 
 int64_t PackedWeights::bytes() const {

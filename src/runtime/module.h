@@ -61,6 +61,8 @@ struct PackedWeights {
   // Null where a kernel reads raw weights.
   std::vector<std::shared_ptr<const AlignedBuffer>> per_kernel;
   int64_t bytes() const;  // the distinct buffers together
+  // Every kernel reads packed weights: the raw ones are not read again.
+  bool covers_every_kernel() const;
 };
 
 // Creates the calling thread's runtime state: its packing scratch (at least

@@ -65,10 +65,21 @@ void write_weights(const std::string& path, const model::BertConfig& c, uint64_t
   model::write_safetensors(path, tensors);
 }
 
+// How the dense modules of write_modules read their weights.
+enum class DenseWeights { Any, Prepacked, UnpackedQkv };
+
 // A model directory: for each operator a module of two random kernels, the first for
-// T <= split.
-void write_modules(const fs::path& dir, const model::BertConfig& c, uint64_t seed, int64_t split) {
+// T <= split. Dense kernels are redrawn until they read their weights as `weights` asks:
+// every one pre-packed, or qkv's first kernel not pre-packed.
+void write_modules(const fs::path& dir, const model::BertConfig& c, uint64_t seed, int64_t split,
+                   DenseWeights weights = DenseWeights::Any) {
   std::mt19937_64 rng(seed);
+  auto wanted = [&](const std::string& name, int i, const schedule::MicroKernelSchedule& s) {
+    const bool prepacked = s.pack_b == schedule::PackB::Prepacked;
+    if (weights == DenseWeights::Prepacked) return prepacked;
+    if (weights == DenseWeights::UnpackedQkv && name == "qkv" && i == 0) return !prepacked;
+    return true;
+  };
   const schedule::Isa isa = codegen::host_target().isa;
   for (const model::NamedOperator& o : model::bert_operators(c)) {
     runtime::ModuleSpec m;
@@ -77,9 +88,12 @@ void write_modules(const fs::path& dir, const model::BertConfig& c, uint64_t see
     te::Operator op = o.op.build();
     for (int i = 0; i < 2; ++i) {
       switch (schedule::kind_of_operator(o.op)) {
-        case schedule::Kind::Contraction:
-          m.kernels.push_back(schedule::random_schedule(rng, isa, op));
+        case schedule::Kind::Contraction: {
+          schedule::MicroKernelSchedule s = schedule::random_schedule(rng, isa, op);
+          while (!wanted(o.name, i, s)) s = schedule::random_schedule(rng, isa, op);
+          m.kernels.push_back(s);
           break;
+        }
         case schedule::Kind::Row:
           m.kernels.push_back(schedule::random_row_schedule(rng, isa));
           break;
@@ -132,9 +146,9 @@ struct TestModel {
   fs::path dir;
   std::string weights;
   TestModel(const std::string& name, const model::BertConfig& c, uint64_t modules_seed,
-            uint64_t weights_seed, int64_t split)
+            uint64_t weights_seed, int64_t split, DenseWeights dense = DenseWeights::Any)
       : dir(temp_dir(name)), weights((dir / "weights.safetensors").string()) {
-    write_modules(dir, c, modules_seed, split);
+    write_modules(dir, c, modules_seed, split, dense);
     write_weights(weights, c, weights_seed);
   }
   ~TestModel() { fs::remove_all(dir); }
@@ -253,6 +267,31 @@ TEST(ModelWeights, EveryPrepackingKernelOfAModuleSharesOnePackedCopy) {
                {y.data(), int64_t(y.size())}, &packed);
     std::vector<double> want = reference::evaluate(built, {t}, {x.data(), w.data(), bias.data()});
     EXPECT_LE(reference::relative_error(y.data(), want), 1e-6) << "T = " << t;
+  }
+}
+
+TEST(ModelWeights, StackedQkvIsFreedWhereEveryKernelReadsItPacked) {
+  // The model holds its packed weights, the stacked Q K V bias, and the stacked Q K V
+  // weight only where a kernel of qkv reads it unpacked.
+  model::BertConfig c = small_config();
+  const int64_t h = c.hidden;
+  for (DenseWeights dense : {DenseWeights::Prepacked, DenseWeights::UnpackedQkv}) {
+    TestModel tm("stacked", c, 21, 22, 40, dense);
+    int64_t packed = 0;  // one layer's packed dense weights, as each module packs them
+    for (const model::NamedOperator& o : model::bert_operators(c)) {
+      if (o.op.op != "dense") continue;
+      runtime::Module module = runtime::Module::compile(
+          runtime::load_module_spec((tm.dir / (o.name + ".module.json")).string()));
+      std::vector<float> w(o.op.n * o.op.k, 1.0f);
+      packed += module.prepack({1}, {w.data(), int64_t(w.size())}).bytes();
+    }
+    model::Model m = model::Model::load(tm.dir.string(), tm.weights);
+    const int64_t stacked = 4 * 3 * h * (dense == DenseWeights::Prepacked ? 1 : h + 1);
+    EXPECT_EQ(m.memory().weight_bytes, c.layers * (packed + stacked));
+    model::Safetensors w = model::Safetensors::open(tm.weights);
+    std::mt19937_64 rng(23);
+    for (int64_t t : {1, 7, 40, 41, 128, 131})
+      EXPECT_LE(forward_error(m, w, t, rng), kTolerance) << "T = " << t;
   }
 }
 
