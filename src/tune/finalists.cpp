@@ -175,15 +175,22 @@ FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
   for (size_t s = 0; s < S; ++s) shape_index[declared[s]] = s;
   // The latest final of each (kernel, shape): a re-run window replaces an older one.
   std::map<std::pair<size_t, size_t>, double> final_gflops;
+  std::map<std::pair<size_t, size_t>, bool> final_disturbed;
   for (const TuningRecord& r : records) {
     if (std::find(origins.begin(), origins.end(), r.origin) == origins.end()) continue;
     auto k = index.find(r.schedule);
     auto s = shape_index.find(r.shape);
     if (k == index.end() || s == shape_index.end()) continue;
     final_gflops[{k->second, s->second}] = r.ok() ? r.gflops : 0.0;
+    final_disturbed[{k->second, s->second}] = r.ok() && !r.clean();
   }
   out.measured = int(final_gflops.size());
   out.score.assign(S, std::vector<double>(K, 0.0));
+  for (const auto& [ks, d] : final_disturbed) {
+    if (!d) continue;
+    if (out.disturbed.empty()) out.disturbed.assign(S, std::vector<char>(K, 0));
+    out.disturbed[ks.second][ks.first] = 1;
+  }
   for (size_t k = 0; k < K; ++k) {
     // Measured/predicted on the shapes where this finalist was measured side by side.
     std::vector<std::pair<size_t, double>> ratio;  // (shape, log ratio)
@@ -270,12 +277,21 @@ std::vector<AnySchedule> crosscheck_challengers(const std::vector<std::vector<in
   for (const FinalistWindow& w : windows) {
     auto it = shape_index.find(w.shape);
     if (it == shape_index.end()) continue;
-    const std::vector<double>& row = finals.score[it->second];
+    const size_t s = it->second;
+    const std::vector<double>& row = finals.score[s];
     double kept = 0;
+    size_t kept_k = row.size();
     for (size_t k = 0; k < row.size(); ++k)
-      if (chosen.count(finals.kernels[k])) kept = std::max(kept, row[k]);
+      if (chosen.count(finals.kernels[k]) && row[k] > kept) {
+        kept = row[k];
+        kept_k = k;
+      }
     size_t best = ranked(row).front();
-    if (chosen.count(finals.kernels[best]) || row[best] < kept * (1 + kChallengerGain)) continue;
+    const bool unsure =
+        finals.disturbed_at(s, best) || (kept_k < row.size() && finals.disturbed_at(s, kept_k));
+    if (chosen.count(finals.kernels[best]) || row[best] <= kept ||
+        (!unsure && row[best] < kept * (1 + kChallengerGain)))
+      continue;
     gain[best] = std::max(gain[best], row[best] / std::max(kept, 1e-30));
   }
   std::vector<std::pair<double, size_t>> by_gain;

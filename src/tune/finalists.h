@@ -89,7 +89,13 @@ bool window_done(const FinalistWindow& w, const std::vector<TuningRecord>& recor
 struct FinalScores {
   std::vector<schedule::AnySchedule> kernels;  // the finalists (union of windows)
   std::vector<std::vector<double>> score;      // [declared shape][finalist]
-  int measured = 0;                            // final records used
+  // [declared shape][finalist]: its paired figure there was marked disturbed (every attempt's
+  // spread past the threshold). Empty: none was.
+  std::vector<std::vector<char>> disturbed;
+  bool disturbed_at(size_t shape, size_t kernel) const {
+    return shape < disturbed.size() && disturbed[shape][kernel];
+  }
+  int measured = 0;  // final records used
 };
 // `predicted(kernels)` gives [kernel][declared shape] GFLOP/s from the cost model.
 // The latest final record of each (kernel, shape) counts; a wrong one scores 0.
@@ -134,11 +140,12 @@ std::vector<std::optional<schedule::AnySchedule>> dispatch_challengers(
     const std::vector<std::vector<double>>& score);
 
 // Finalists the first selection left out that the finals measured fastest on one of their
-// shapes, at least kChallengerGain faster there than every selected kernel: the `count`
-// with the largest such gains, largest first. They join the crosscheck, so that the
-// selection decided again can take one where the first cover (which counts a shape covered
-// by any of its top k) left a shape on a kernel well below its best: S V at T = 1, 20
-// GFLOP/s by a heads-innermost kernel and 12.8 by the 1 x 64 tile that covered T = 1..4.
+// shapes, at least kChallengerGain faster there than every selected kernel (or faster at
+// all where either figure was disturbed: a lead the noise may have hidden is settled side
+// by side in the crosscheck): the `count` with the largest such gains, largest first. They join the
+// crosscheck, so that the selection decided again can take one where the first cover (which counts
+// a shape covered by any of its top k) left a shape on a kernel well below its best: S V at T = 1,
+// 20 GFLOP/s by a heads-innermost kernel and 12.8 by the 1 x 64 tile that covered T = 1..4.
 constexpr double kChallengerGain = 0.05;
 std::vector<schedule::AnySchedule> crosscheck_challengers(
     const std::vector<std::vector<int64_t>>& declared, const std::vector<FinalistWindow>& windows,

@@ -220,6 +220,45 @@ TEST(Finalists, ScoresArePairedNumbersAndScaledPredictionsBetween) {
   EXPECT_DOUBLE_EQ(f.score[3][1], 10);  // half its prediction, carried from M=1
 }
 
+TEST(Finalists, ALeadOverADisturbedFigureIsSettledInTheCrosscheck) {
+  // Kernel 0 selected. At M = 1 and M = 2 kernel 1 leads it by 3% (less than
+  // kChallengerGain); at M = 1 kernel 0's paired figure was disturbed (a 250-trial run of
+  // BERT's 768 x 768 layer: a kernel measured at 129 GFLOP/s with its bursts 25% apart kept
+  // a 134 GFLOP/s tile out of the crosscheck at M = 8, and served it at 0.80-0.97 of the
+  // sweep). At M = 3 kernel 2's own figure was disturbed but trails: no challenge.
+  std::vector<std::vector<int64_t>> shapes = range(1, 3);
+  std::vector<schedule::AnySchedule> ks = {kernel(1), kernel(2), kernel(3)};
+  std::vector<std::vector<double>> predicted(3, std::vector<double>(3, 10));
+  std::vector<TuningRecord> records;
+  auto final = [&](size_t k, int64_t m, double g, bool disturbed) {
+    records.push_back(final_record(ks[k], m, g));
+    records.back().timing = TimingSpread{};
+    records.back().timing->disturbed = disturbed;
+  };
+  final(0, 1, 100, true);
+  final(1, 1, 103, false);
+  final(0, 2, 100, false);
+  final(1, 2, 103, false);
+  final(0, 3, 100, false);
+  final(2, 3, 99, true);
+  FinalScores f = final_scores_from(shapes, ks, predicted, records);
+  EXPECT_TRUE(f.disturbed_at(0, 0));
+  EXPECT_FALSE(f.disturbed_at(0, 1));
+  EXPECT_TRUE(f.disturbed_at(2, 2));
+  std::vector<FinalistWindow> windows;
+  for (int64_t m : {1, 2}) windows.push_back({{m}, {ks[0], ks[1]}});
+  windows.push_back({{3}, {ks[0], ks[2]}});
+  const std::vector<schedule::AnySchedule> selected = {ks[0]};
+  std::vector<schedule::AnySchedule> c = crosscheck_challengers(shapes, windows, f, selected, 3);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0], ks[1]);
+  // The same leads measured clean: too small to challenge.
+  for (TuningRecord& r : records) r.timing->disturbed = false;
+  f = final_scores_from(shapes, ks, predicted, records);
+  EXPECT_TRUE(f.disturbed.empty());
+  EXPECT_TRUE(crosscheck_challengers(shapes, windows, f, selected, 3).empty());
+}
+
 TEST(Finalists, AKernelNotInAShapesWindowDoesNotOutbidItsPairedNumbers) {
   // Kernel 1 measured at its prediction at M=1 only; at M=4 (a window of kernel 0 alone)
   // its carried-over score (100) would beat the measured 30: it is capped at 30, the
