@@ -266,12 +266,11 @@ int64_t calls_per_burst(const std::function<void()>& run, double warmup, double 
 
 // Seconds per call of one timed burst. A "slow" fault sleeps inside the burst, as a
 // neighbour taking the core for a while would: `slowdown` - 1 times the burst's own time,
-// and at least `slowdown` - 1 times kFaultSliceSeconds, so that the slowed bursts stand
-// apart from the others even when the machine's own noise (a scheduler slice of a few
-// milliseconds, on a test's bursts of one) takes one of those: a test's disturbed window
-// must read as disturbed on a loaded machine and under the sanitizers.
+// or of kFaultSlice where that is longer, so that a scheduler slice taking one of a test's
+// 1 ms bursts cannot look as slow (a disturbed window must read as disturbed on a loaded
+// machine and under the sanitizers).
 // `slowdown`: tests only, the burst made that many times slower (1: as it ran).
-constexpr double kFaultSliceSeconds = 0.02;
+constexpr std::chrono::milliseconds kFaultSlice{20};
 double time_burst(const TimedCall& call, int64_t calls, int slowdown = 1) {
   Clock::duration timed{};
   if (call.cold.empty()) {
@@ -287,9 +286,7 @@ double time_burst(const TimedCall& call, int64_t calls, int slowdown = 1) {
     }
   }
   if (slowdown > 1) {
-    const auto floor = std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(kFaultSliceSeconds));
-    const Clock::duration extra = (slowdown - 1) * std::max(timed, floor);
+    const Clock::duration extra = (slowdown - 1) * std::max<Clock::duration>(timed, kFaultSlice);
     std::this_thread::sleep_for(extra);
     timed += extra;
   }
