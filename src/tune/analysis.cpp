@@ -53,6 +53,17 @@ double tile_rows_done(const schedule::MicroKernelSchedule& s, int64_t m) {
   return double(whole) + it->second;
 }
 
+bool same_loops_at(const schedule::MicroKernelSchedule& a, const schedule::MicroKernelSchedule& b,
+                   const Extents& e) {
+  auto at = [&](schedule::MicroKernelSchedule s) {
+    if (s.mc >= e.m) s.mc = 0;
+    if (s.nc >= e.n) s.nc = 0;
+    if (s.kc >= e.k) s.kc = 0;
+    return s;
+  };
+  return at(a) == at(b);
+}
+
 double pad_ratio(const schedule::MicroKernelSchedule& s, const Extents& e) {
   double useful = double(e.m) * double(e.n);
   double done = tile_rows_done(s, e.m) * double(ceil_div(e.n, s.nr) * s.nr);

@@ -40,6 +40,13 @@ class ShapeExtents {
 constexpr double kSubTileRows = 0.5;
 double tile_rows_done(const schedule::MicroKernelSchedule& s, int64_t m);
 
+// Whether two micro-kernels run the same loops on these extents: equal once every cache
+// block that spans its whole extent (mc >= m, nc >= n, kc >= k) is taken as one block,
+// whatever its size. A measurement of one there is a measurement of the other: at M = 23
+// a 12 x 32 tile with mc = 132 and the module's 12 x 32 tile with mc = 108 are one kernel.
+bool same_loops_at(const schedule::MicroKernelSchedule& a, const schedule::MicroKernelSchedule& b,
+                   const Extents& e);
+
 // Useful fraction of the work: M N / (tile_rows_done(M) x ceil(N/NR) NR).
 double pad_ratio(const schedule::MicroKernelSchedule& s, const Extents& e);
 

@@ -112,14 +112,21 @@ std::vector<int> measured_best(const std::vector<std::vector<int64_t>>& declared
 std::vector<std::optional<AnySchedule>> dispatch_challengers(
     const std::vector<std::vector<int64_t>>& declared, const std::vector<AnySchedule>& candidates,
     const std::vector<TuningRecord>& records, const std::vector<AnySchedule>& selected,
-    const std::vector<std::vector<double>>& score) {
-  const schedule::AnyScheduleSet chosen(selected.begin(), selected.end());
+    const std::vector<std::vector<double>>& score, const SameAt& same_at) {
   const std::vector<std::pair<int, double>> fastest =
       fastest_measured(declared, candidates, records);
   std::vector<std::optional<AnySchedule>> out(declared.size());
   for (size_t s = 0; s < declared.size(); ++s) {
     auto [k, gflops] = fastest[s];
-    if (k < 0 || chosen.count(candidates[size_t(k)])) continue;
+    if (k < 0) continue;
+    const AnySchedule& best = candidates[size_t(k)];
+    auto same = std::find_if(selected.begin(), selected.end(), [&](const AnySchedule& c) {
+      return c == best || (same_at && same_at(s, c, best));
+    });
+    if (same != selected.end()) {
+      out[s] = *same;
+      continue;
+    }
     const double kept =
         score[s].empty() ? 0.0 : *std::max_element(score[s].begin(), score[s].end());
     if (gflops >= kept * (1 + kChallengerGain)) out[s] = candidates[size_t(k)];
@@ -259,7 +266,9 @@ std::vector<FinalistWindow> plan_dispatch_check(
         break;
       w.kernels.push_back(kernels[k]);
     }
-    if (s < challengers.size() && challengers[s]) w.kernels.push_back(*challengers[s]);
+    if (s < challengers.size() && challengers[s] &&
+        std::find(w.kernels.begin(), w.kernels.end(), *challengers[s]) == w.kernels.end())
+      w.kernels.push_back(*challengers[s]);
     if (w.kernels.size() >= 2) out.push_back(std::move(w));
   }
   return out;

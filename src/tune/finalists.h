@@ -39,6 +39,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -116,8 +117,8 @@ FinalScores final_scores_from(const std::vector<std::vector<int64_t>>& declared,
 // The dispatch check's windows: on each declared shape outside `measured` (the shapes the
 // finals sampled), the `per_shape` kernels of `kernels` that score best there by `score`
 // ([declared shape][kernel]), of those within kDispatchCheckMargin of the best, and the
-// shape's challenger if it has one (`challengers`, per declared shape); a window where at
-// least two are.
+// shape's challenger if it has one and it is not among them (`challengers`, per declared
+// shape); a window where at least two are.
 constexpr double kDispatchCheckMargin = 0.25;
 std::vector<FinalistWindow> plan_dispatch_check(
     const std::vector<std::vector<int64_t>>& declared,
@@ -126,18 +127,30 @@ std::vector<FinalistWindow> plan_dispatch_check(
     const std::vector<std::vector<int64_t>>& measured, int per_shape,
     const std::vector<std::optional<schedule::AnySchedule>>& challengers = {});
 
-// The dispatch check's challengers, per declared shape: the candidate the search measured
-// fastest there (`measured_best`), where it is not among `selected` and its search
-// measurement is at least kChallengerGain above every selected kernel's score there
-// (`score`, [declared shape][selected kernel]). Paired with the selected kernels on that
-// shape, a challenger may enter the last selection: the 1000-trial module of the 2304 x 768
-// layer served M = 17 with a 13 x 32 tile at 202 GFLOP/s in the dispatch check, where the
-// search's probes had measured a 9 x 48 tile at 219 and `dietcode bench` ran it 4-8% ahead.
+// Whether two kernels run the same loops on declared shape `s` (tune::same_loops_at for
+// contractions); empty: only when they are equal.
+using SameAt =
+    std::function<bool(size_t s, const schedule::AnySchedule&, const schedule::AnySchedule&)>;
+
+// The dispatch check's challengers, per declared shape, from the search's measurements
+// there (`measured_best`, of the search and its probes):
+// - where the candidate measured fastest is a selected kernel, or runs the same loops
+//   there as one (`same_at`), that selected kernel, whatever its score: at M = 23 of the
+//   two-thread 2304 x 768 layer, a 12 x 32 probe with mc = 132 measured 417 GFLOP/s, the
+//   module's 12 x 32 kernel with mc = 108 was never paired there, and the module ran a
+//   13 x 32 tile that the dispatch check had measured at 392;
+// - else the candidate itself, where it is not among `selected` and its search
+//   measurement is at least kChallengerGain above every selected kernel's score there
+//   (`score`, [declared shape][selected kernel]).
+// Paired with the selected kernels on that shape, a challenger may enter the last
+// selection: the 1000-trial module of the 2304 x 768 layer served M = 17 with a 13 x 32
+// tile at 202 GFLOP/s in the dispatch check, where the search's probes had measured a
+// 9 x 48 tile at 219 and `dietcode bench` ran it 4-8% ahead.
 std::vector<std::optional<schedule::AnySchedule>> dispatch_challengers(
     const std::vector<std::vector<int64_t>>& declared,
     const std::vector<schedule::AnySchedule>& candidates, const std::vector<TuningRecord>& records,
     const std::vector<schedule::AnySchedule>& selected,
-    const std::vector<std::vector<double>>& score);
+    const std::vector<std::vector<double>>& score, const SameAt& same_at = {});
 
 // Finalists the first selection left out that the finals measured fastest on one of their
 // shapes, at least kChallengerGain faster there than every selected kernel (or faster at

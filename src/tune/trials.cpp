@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "codegen/llvm/target.h"
+#include "tune/analysis.h"
 #include "tune/select.h"
 
 namespace dietcode::tune {
@@ -243,9 +245,19 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
   }
   std::vector<std::vector<int64_t>> sampled;
   for (const FinalistWindow& w : windows) sampled.push_back(w.shape);
-  // With, where the search measured an unselected kernel well ahead of them, that one.
-  const std::vector<std::optional<schedule::AnySchedule>> challenged =
-      dispatch_challengers(shapes, candidates, records.records(), second.kernels, second_score);
+  // With the kernel the search measured fastest there: a selected one (or one with the
+  // same loops there), or an unselected one well ahead of them.
+  SameAt same_at;
+  std::optional<ShapeExtents> extents;
+  if (schedule::kind_of_operator(o.op) == schedule::Kind::Contraction) {
+    extents.emplace(o.op.build(), shapes);
+    same_at = [&](size_t s, const schedule::AnySchedule& a, const schedule::AnySchedule& b) {
+      return same_loops_at(std::get<schedule::MicroKernelSchedule>(a),
+                           std::get<schedule::MicroKernelSchedule>(b), (*extents)[s]);
+    };
+  }
+  const std::vector<std::optional<schedule::AnySchedule>> challenged = dispatch_challengers(
+      shapes, candidates, records.records(), second.kernels, second_score, same_at);
   const std::vector<FinalistWindow> between = plan_dispatch_check(
       shapes, second.kernels, second_score, sampled, o.finalists.dispatch_check, challenged);
   if (between.empty()) return second;

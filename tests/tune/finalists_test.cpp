@@ -21,6 +21,7 @@
 #include "support/cpu_caches.h"
 #include "support/int_math.h"
 #include "test_support.h"
+#include "tune/analysis.h"
 #include "tune/search_space.h"
 #include "tune/tuner.h"
 #include "tune_support.h"
@@ -343,7 +344,7 @@ TEST(Finalists, ADispatchChallengerIsTheSearchsFastestUnselectedKernelWellAhead)
   measured(2, 1, 110);  // M=1: 10% ahead: the challenger
   measured(3, 1, 104);
   measured(2, 2, 103);  // M=2: 3% ahead: too little
-  measured(3, 3, 120);  // M=3: ahead, but a selected kernel measured faster there
+  measured(3, 3, 120);  // M=3: ahead, but a selected kernel measured faster there: that one
   measured(1, 3, 130);
   measured(3, 4, 150, Origin::DispatchCheck);  // M=4: not the search's measurement
   // M=5: nothing measured.
@@ -352,7 +353,90 @@ TEST(Finalists, ADispatchChallengerIsTheSearchsFastestUnselectedKernelWellAhead)
   ASSERT_EQ(c.size(), shapes.size());
   ASSERT_TRUE(c[0].has_value());
   EXPECT_EQ(*c[0], ks[2]);
-  for (size_t s = 1; s < shapes.size(); ++s) EXPECT_FALSE(c[s].has_value()) << "M=" << s + 1;
+  ASSERT_TRUE(c[2].has_value());
+  EXPECT_EQ(*c[2], ks[1]);
+  for (size_t s : {1, 3, 4}) EXPECT_FALSE(c[s].has_value()) << "M=" << s + 1;
+}
+
+TEST(Finalists, TheSelectedKernelWithTheSearchsFastestLoopsOnAShapeIsPaired) {
+  // The case of the two-thread 2304 x 768 layer at M = 23: the search's fastest there is a
+  // 12 x 32 tile with mc = 132, the module's 12 x 32 kernel has mc = 108 (the same loops at
+  // M = 23, one m block either way); the selected kernels' scores rank two others first.
+  auto tile = [](int64_t mr, int64_t mc) {
+    schedule::MicroKernelSchedule k =
+        testing::make_schedule(schedule::Isa::Avx512, mr, 32, 768, mc, 160);
+    k.parallel = schedule::ParallelAxis::N;
+    return k;
+  };
+  const std::vector<std::vector<int64_t>> shapes = {{22}, {23}, {200}};
+  const std::vector<schedule::AnySchedule> selected = {tile(13, 130), tile(11, 121), tile(12, 108)};
+  const schedule::AnySchedule probe = tile(12, 132);
+  std::vector<schedule::AnySchedule> candidates = selected;
+  candidates.push_back(probe);
+  // Scores: 13 x 32 and 11 x 32 ahead of 12 x 32 by the model's guess, and ahead of the
+  // probe's measurement by less than kChallengerGain.
+  const std::vector<std::vector<double>> score(shapes.size(), {400.0, 398.0, 380.0});
+  std::vector<TuningRecord> records;
+  for (int64_t m : {23, 200}) {
+    TuningRecord r;
+    r.schedule = probe;
+    r.shape = {m};
+    r.seconds = 1;
+    r.gflops = 417;
+    r.origin = Origin::Probe;
+    records.push_back(r);
+  }
+  const std::vector<Extents> extents = {
+      {1, 22, 2304, 768}, {1, 23, 2304, 768}, {1, 200, 2304, 768}};
+  const SameAt same_at = [&](size_t s, const schedule::AnySchedule& a,
+                             const schedule::AnySchedule& b) {
+    return same_loops_at(std::get<schedule::MicroKernelSchedule>(a),
+                         std::get<schedule::MicroKernelSchedule>(b), extents[s]);
+  };
+  std::vector<std::optional<schedule::AnySchedule>> c =
+      dispatch_challengers(shapes, candidates, records, selected, score, same_at);
+  EXPECT_FALSE(c[0].has_value());  // nothing measured at M = 22
+  ASSERT_TRUE(c[1].has_value());
+  EXPECT_EQ(*c[1], selected[2]);  // the selected kernel, not the probe
+  // At M = 200 the two run different m blocks (108 against 132 rows): the probe is not the
+  // selected kernel there, and 417 is not 5% above the best score (400): no challenger.
+  EXPECT_FALSE(c[2].has_value());
+  // Without `same_at` the probe is a kernel of its own everywhere.
+  EXPECT_FALSE(dispatch_challengers(shapes, candidates, records, selected, score)[1].has_value());
+  // The window at M = 23 pairs it with the two ranked best.
+  std::vector<FinalistWindow> w = plan_dispatch_check(shapes, selected, score, {}, 2, c);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[1].shape, std::vector<int64_t>{23});
+  EXPECT_EQ(w[1].kernels,
+            (std::vector<schedule::AnySchedule>{selected[0], selected[1], selected[2]}));
+  // A challenger already among the window's kernels is not timed twice.
+  c[0] = selected[0];
+  w = plan_dispatch_check(shapes, selected, score, {}, 2, c);
+  EXPECT_EQ(w[0].kernels, (std::vector<schedule::AnySchedule>{selected[0], selected[1]}));
+}
+
+TEST(Finalists, SameLoopsAtAShapeIgnoreTheSizeOfABlockThatSpansItsExtent) {
+  schedule::MicroKernelSchedule a =
+      testing::make_schedule(schedule::Isa::Avx512, 12, 32, 768, 108, 160);
+  schedule::MicroKernelSchedule b = a;
+  b.mc = 132;
+  EXPECT_TRUE(same_loops_at(a, b, {1, 23, 2304, 768}));
+  EXPECT_TRUE(same_loops_at(a, b, {1, 108, 2304, 768}));
+  EXPECT_FALSE(same_loops_at(a, b, {1, 109, 2304, 768}));  // two m blocks against one
+  b = a;
+  b.kc = 1024;  // both span K = 768
+  EXPECT_TRUE(same_loops_at(a, b, {1, 23, 2304, 768}));
+  EXPECT_FALSE(same_loops_at(a, b, {1, 23, 2304, 1000}));
+  b = a;
+  b.nc = 320;  // 160 does not span N
+  EXPECT_FALSE(same_loops_at(a, b, {1, 23, 2304, 768}));
+  EXPECT_TRUE(same_loops_at(a, b, {1, 23, 160, 768}));
+  b = a;
+  b.mr = 11;  // any other field: different loops
+  EXPECT_FALSE(same_loops_at(a, b, {1, 1, 1, 1}));
+  b = a;
+  b.prefetch_next = true;
+  EXPECT_FALSE(same_loops_at(a, b, {1, 1, 1, 1}));
 }
 
 TEST(Finalists, TheLastScoresCountTheCrosscheckAndTheDispatchCheck) {
