@@ -230,16 +230,26 @@ struct RowData {
 // query row) pairs, against reference::evaluate_at of the unscheduled operator.
 struct AttentionData {
   int64_t t, heads, d;
-  Floats q, k, v, out, q_scaled, scores, probs;
-  std::vector<int64_t> check_rows;
-  std::vector<double> want;  // the check rows, in order, d values each
+  bool packed;  // ours reads `qkv` and writes `out` as [T, heads, d] (WorkloadLayer::packed_qkv)
+  Floats q, k, v, qkv, out, q_scaled, scores, probs;
+  std::vector<int64_t> check_rows;  // rows of d in our output's layout
+  std::vector<double> want;         // the check rows, in order, d values each
 
   AttentionData(const WorkloadLayer& layer, int64_t t_, std::mt19937_64& rng)
-      : t(t_), heads(layer.batch), d(layer.k) {
+      : t(t_), heads(layer.batch), d(layer.k), packed(layer.packed_qkv) {
     std::normal_distribution<float> dist(0, 1);
     for (auto* x : {&q, &k, &v}) {
       x->resize(heads * t * d);
       for (float& e : *x) e = dist(rng);
+    }
+    if (packed) {  // qkv[i][which][h][j] = {q, k, v}[which][h][i][j]
+      qkv.resize(3 * heads * t * d);
+      const Floats* parts[] = {&q, &k, &v};
+      for (int64_t i = 0; i < t; ++i)
+        for (int64_t which = 0; which < 3; ++which)
+          for (int64_t h = 0; h < heads; ++h)
+            std::copy_n(parts[which]->data() + (h * t + i) * d, d,
+                        qkv.data() + ((i * 3 + which) * heads + h) * d);
     }
     out.resize(heads * t * d);
     const float scale = float(ops::match_attention(layer.op).scale);
@@ -248,8 +258,16 @@ struct AttentionData {
     scores.resize(heads * t * t);
     probs.resize(heads * t * t);
     check_rows = pick_check_rows(heads * t, 6, rng);
-    want = reference::evaluate_at(layer.op, {t}, {q.data(), k.data(), v.data()},
-                                  row_elements(check_rows, d));
+    want = packed ? reference::evaluate_at(layer.op, {t}, {qkv.data()}, row_elements(check_rows, d))
+                  : reference::evaluate_at(layer.op, {t}, {q.data(), k.data(), v.data()},
+                                           row_elements(check_rows, d));
+  }
+
+  std::vector<runtime::ConstTensor> our_inputs() const {
+    if (packed) return {{qkv.data(), int64_t(qkv.size())}};
+    return {{q.data(), int64_t(q.size())},
+            {k.data(), int64_t(k.size())},
+            {v.data(), int64_t(v.size())}};
   }
 
   void poison() {
@@ -258,7 +276,16 @@ struct AttentionData {
     std::fill(probs.begin(), probs.end(), std::numeric_limits<float>::quiet_NaN());
   }
 
+  // Ours: `out` in the operator's layout.
   double error() const { return checked_rows_error(out, check_rows, want, d); }
+  // The peers' composition: `out` as [heads, T, d]; with packed inputs our row i * heads + h
+  // is its row h * T + i.
+  double composition_error() const {
+    if (!packed) return error();
+    std::vector<int64_t> rows;
+    for (int64_t r : check_rows) rows.push_back((r % heads) * t + r / heads);
+    return checked_rows_error(out, rows, want, d);
+  }
 };
 
 // The data of a dense layer with a fused epilogue: the operator's inputs (X, W, then the
@@ -308,6 +335,9 @@ struct Candidate {
   std::string impl, variant;
   std::function<void()> run;
   double error = 0, screen = 0;
+  // Its relative error after a run, where it writes its output in a layout of its own (the
+  // peers' attention on separate Q, K, V); empty: the data's error().
+  std::function<double()> check = {};
 };
 
 // Interleaved rounds of warm bursts, and how often a disturbed shape is measured again.
@@ -760,9 +790,7 @@ class BenchRun {
   std::vector<Candidate> bind_attention_candidates(const WorkloadLayer& layer, OurCandidates& ours,
                                                    AttentionData& data, size_t ti) {
     const int64_t t = o_.t_values[ti];
-    std::vector<runtime::ConstTensor> args;
-    for (const auto* in : {&data.q, &data.k, &data.v})
-      args.push_back({in->data(), int64_t(in->size())});
+    const std::vector<runtime::ConstTensor> args = data.our_inputs();
     std::vector<Candidate> candidates;
     for (OurKernel& k : ours.kernels) {
       runtime::Kernel* kernel = &k.kernel;
@@ -812,7 +840,8 @@ class BenchRun {
                                   qk();
                                   sm();
                                   sv();
-                                }});
+                                },
+                                0, 0, [&data] { return data.composition_error(); }});
     return candidates;
   }
 
@@ -830,7 +859,7 @@ class BenchRun {
     for (Candidate& c : candidates) {
       data.poison();
       c.run();
-      c.error = data.error();
+      c.error = c.check ? c.check() : data.error();
       if (!(c.error <= kTolerance)) {
         note(fmt::format("WRONG RESULT: {} [{}] on {} T={}: relative error {:.3g}; excluded",
                          c.impl, c.variant, layer.name, t, c.error));

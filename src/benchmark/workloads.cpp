@@ -57,15 +57,16 @@ WorkloadLayer layer_for_operator(const std::string& name, const ops::OperatorSpe
     return l;
   }
   if (spec.op == "attention") {
-    if (spec.batch != 1 || spec.mask || spec.packed_qkv)
+    if (spec.batch != 1 || spec.mask)
       user_error(
-          "{}: attention with batch {}, mask {}, packed_qkv {}: the peers' composition "
-          "computes one sequence without a mask from separate Q, K, V",
-          name, spec.batch, spec.mask, spec.packed_qkv);
+          "{}: attention with batch {}, mask {}: the peers' composition computes one "
+          "sequence without a mask",
+          name, spec.batch, spec.mask);
     WorkloadLayer l;
     l.name = name;
     l.op = spec.build();
     l.is_attention = true;
+    l.packed_qkv = spec.packed_qkv;
     l.batch = spec.n;
     l.k = spec.k;
     return l;
@@ -97,8 +98,8 @@ bool layer_computes(const WorkloadLayer& layer, const ops::OperatorSpec& spec) {
   if (layer.is_row)
     return row_kind_of(spec.op) == layer.row_kind && layer.row_batch == 1 && layer.row_n == spec.n;
   if (layer.is_attention)
-    return spec.op == "attention" && spec.batch == 1 && !spec.mask && !spec.packed_qkv &&
-           layer.batch == spec.n && layer.k == spec.k;
+    return spec.op == "attention" && spec.batch == 1 && !spec.mask &&
+           spec.packed_qkv == layer.packed_qkv && layer.batch == spec.n && layer.k == spec.k;
   if (spec.op == "attention" || ops::is_row_operator(spec.op)) return false;
   if (spec.epilogue != "none" && (spec.op != "dense" || !epilogue_pass_of(spec.epilogue)))
     return false;

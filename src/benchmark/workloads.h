@@ -36,6 +36,11 @@ struct WorkloadLayer {
   // its peer is the composition of qk_problem, a softmax RowProblem over batch * T rows of
   // T, and sv_problem.
   bool is_attention = false;
+  // Ours reads Q, K, V from one [T, 3 x batch x k] input (a QKV projection's output, the
+  // model's layout: ops::attention_packed_qkv of one sequence) and writes [T, batch x k];
+  // the peers' composition computes from separate [batch, T, k] copies of the same values
+  // (made outside the timing) into [batch, T, k].
+  bool packed_qkv = false;
   GemmProblem qk_problem(int64_t t) const { return GemmProblem{batch, t, t, k, true, false}; }
   GemmProblem sv_problem(int64_t t) const { return GemmProblem{batch, t, k, t, false, false}; }
   // 4 T^2 D per head: the multiply-adds of Q K^T and of S V.
