@@ -52,7 +52,7 @@ struct MeasureResult {
 
 // Which statistic of the timing bursts is a measurement's figure. Min: on a shared
 // machine noise only ever adds time, so the fastest burst is the least disturbed one
-// (evidence in README.md, "Which estimator").
+// (evidence in src/tune/README.md, "Which estimator").
 enum class Estimator : uint8_t { Min, Median };
 
 // Interleaved rounds of a side-by-side window before its race drops the kernels far

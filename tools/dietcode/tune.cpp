@@ -53,8 +53,8 @@ void register_tune(CLI::App& app, Action& action) {
   auto o = std::make_shared<TuneCliOptions>();
   o->op.m = "1..128";
   // One thread by default: on one core the measurements are reproducible even on a
-  // shared machine (several threads there see neighbours take cores; see the README's
-  // benchmark notes). --threads N tunes for N threads.
+  // shared machine (several threads there see neighbours take cores; see the benchmark
+  // record, docs/results.md). --threads N tunes for N threads.
   o->options.tune.threads = 1;
   CLI::App* cmd = app.add_subcommand(
       "tune",
