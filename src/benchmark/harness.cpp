@@ -1012,6 +1012,7 @@ class BenchRun {
       m.seconds = median(timings.times[impl]);
       m.gflops = work / m.seconds * 1e-9;
       m.max_rel_err = c->error;
+      m.disturbed = timings.spread >= kDisturbedSpread;
       result_.rows.push_back(m);
     }
   }

@@ -24,20 +24,43 @@ const std::vector<std::string> kPeerOrder{"openblas", "onednn", "blis", "libxsmm
 struct Summary {
   double log_ratio = 0, min_ratio = 1e30, log_roof = 0, min_roof = 1e30;
   int count = 0;
-  void add(double ratio, double roof) {
+  // The same over the shapes whose timings were not disturbed (Measurement::disturbed).
+  double quiet_log_ratio = 0, quiet_min_ratio = 1e30;
+  int quiet = 0;
+  void add(double ratio, double roof, bool disturbed = false) {
     log_ratio += std::log(ratio);
     min_ratio = std::min(min_ratio, ratio);
     log_roof += std::log(roof);
     min_roof = std::min(min_roof, roof);
     ++count;
+    if (disturbed) return;
+    quiet_log_ratio += std::log(ratio);
+    quiet_min_ratio = std::min(quiet_min_ratio, ratio);
+    ++quiet;
+  }
+  void merge(const Summary& o) {
+    log_ratio += o.log_ratio;
+    log_roof += o.log_roof;
+    min_ratio = std::min(min_ratio, o.min_ratio);
+    min_roof = std::min(min_roof, o.min_roof);
+    count += o.count;
+    quiet_log_ratio += o.quiet_log_ratio;
+    quiet_min_ratio = std::min(quiet_min_ratio, o.quiet_min_ratio);
+    quiet += o.quiet;
   }
   std::string text(const std::string& what) const {
     if (count == 0) return what + ": no shape with both dietcode and a peer\n";
-    return fmt::format(
+    std::string out = fmt::format(
         "{}: geomean ratio to best peer {:.2f} (min {:.2f}), geomean roofline fraction {:.0f}% "
-        "(min {:.0f}%), {} shapes\n",
+        "(min {:.0f}%), {} shapes",
         what, std::exp(log_ratio / count), min_ratio, 100 * std::exp(log_roof / count),
         100 * min_roof, count);
+    if (quiet < count && quiet > 0)
+      out += fmt::format("; without the {} disturbed: {:.2f} (min {:.2f}) over {}", count - quiet,
+                         std::exp(quiet_log_ratio / quiet), quiet_min_ratio, quiet);
+    else if (quiet == 0)
+      out += "; every shape disturbed";
+    return out + "\n";
   }
 };
 
@@ -103,6 +126,10 @@ std::string format_table(const BenchResult& r) {
       double log_sum = 0, min = 1e30;
       int count = 0;
       int64_t min_m = 0;
+      // Over the shapes not disturbed (Measurement::disturbed).
+      double quiet_log_sum = 0, quiet_min = 1e30;
+      int quiet = 0;
+      int64_t quiet_min_m = 0;
     };
     std::map<std::string, Versus> versus;
     for (auto& [t, row] : by_layer[layer]) {
@@ -128,8 +155,8 @@ std::string format_table(const BenchResult& r) {
         if (best && it != row.end()) {
           double ratio = best->seconds / it->second->seconds;
           double roof = it->second->gflops / it->second->roofline_gflops;
-          s[o].add(ratio, roof);
-          all[o].add(ratio, roof);
+          s[o].add(ratio, roof, it->second->disturbed);
+          all[o].add(ratio, roof, it->second->disturbed);
           out += fmt::format(" {:>7.2f}", ratio);
         } else {
           out += fmt::format(" {:>7}", "-");
@@ -140,22 +167,34 @@ std::string format_table(const BenchResult& r) {
           v.log_sum += std::log(ratio);
           v.count += 1;
           if (ratio < v.min) v.min = ratio, v.min_m = any->m;
+          if (!it->second->disturbed && !ref->second->disturbed) {
+            v.quiet_log_sum += std::log(ratio);
+            v.quiet += 1;
+            if (ratio < v.quiet_min) v.quiet_min = ratio, v.quiet_min_m = any->m;
+          }
         }
       }
       auto first = row.find(here[0]);
       if (first != row.end())
-        out += fmt::format(" {:>9.1f} {:>5} {:>5.0f}%\n", any->roofline_gflops, any->level,
+        out += fmt::format(" {:>9.1f} {:>5} {:>5.0f}%", any->roofline_gflops, any->level,
                            100 * first->second->gflops / first->second->roofline_gflops);
       else
-        out += fmt::format(" {:>9.1f} {:>5}\n", any->roofline_gflops, any->level);
+        out += fmt::format(" {:>9.1f} {:>5}", any->roofline_gflops, any->level);
+      out += any->disturbed ? "  disturbed\n" : "\n";
     }
     for (const std::string& o : here)
       out += s[o].text(here.size() > 1 ? layer + " " + label(o) : layer);
-    for (auto& [o, v] : versus)
-      if (v.count > 0)
-        comparisons += fmt::format(
-            "{}: {} vs {}: geomean speed ratio {:.3f} (min {:.3f} at M={}) over {} shapes\n", layer,
-            label(o), label(reference), std::exp(v.log_sum / v.count), v.min, v.min_m, v.count);
+    for (auto& [o, v] : versus) {
+      if (v.count == 0) continue;
+      comparisons += fmt::format(
+          "{}: {} vs {}: geomean speed ratio {:.3f} (min {:.3f} at M={}) over {} shapes", layer,
+          label(o), label(reference), std::exp(v.log_sum / v.count), v.min, v.min_m, v.count);
+      if (v.quiet < v.count && v.quiet > 0)
+        comparisons += fmt::format("; without the {} disturbed: {:.3f} (min {:.3f} at M={})",
+                                   v.count - v.quiet, std::exp(v.quiet_log_sum / v.quiet),
+                                   v.quiet_min, v.quiet_min_m);
+      comparisons += "\n";
+    }
   }
   // Across layers: each of ours measured on more than one layer; and with one module per
   // layer (modules of different operators), the modules together.
@@ -168,11 +207,7 @@ std::string format_table(const BenchResult& r) {
         out += all[o].text(ours.size() > 1 ? "all layers " + label(o) : "all layers");
       } else if (o != "dietcode-sweep" && o != "dietcode" && all[o].count > 0) {
         ++single_layer_modules;
-        modules.log_ratio += all[o].log_ratio;
-        modules.log_roof += all[o].log_roof;
-        modules.min_ratio = std::min(modules.min_ratio, all[o].min_ratio);
-        modules.min_roof = std::min(modules.min_roof, all[o].min_roof);
-        modules.count += all[o].count;
+        modules.merge(all[o]);
       }
     }
     if (single_layer_modules > 1) out += "\n" + modules.text("all layers, the modules");

@@ -24,6 +24,10 @@ struct Measurement {
   std::string level;  // the memory level holding the data
   std::string unit = "GFLOP/s";
   bool cold_weights = false;  // timed with the weights in memory (BenchOptions::cold_weights)
+  // The shape's rounds disagreed in every attempt (a neighbour took the core for part of
+  // them): its ratios are less certain than the others'; the table marks it and the
+  // summaries give the figures without such shapes too.
+  bool disturbed = false;
 };
 
 struct BenchResult {
