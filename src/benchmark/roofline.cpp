@@ -173,9 +173,22 @@ MemoryLevel Roofline::level_for(double bytes) const {
     it = footprints_
              .emplace(footprint,
                       MemoryLevel{fmt::format("{:.3g}MiB", double(footprint) / (1 << 20)),
-                                  footprint, measure_bandwidth(threads, footprint / threads, isa)})
+                                  footprint, measure_bandwidth(threads, footprint / threads, isa),
+                                  footprint / threads})
              .first;
   return it->second;
+}
+
+double Roofline::remeasure(double bytes) {
+  const std::string name = level_for(bytes).name;  // measured once, if it was not yet
+  MemoryLevel* level = nullptr;
+  for (MemoryLevel& l : levels)
+    if (l.name == name) level = &l;
+  for (auto& [footprint, l] : footprints_)
+    if (l.name == name) level = &l;
+  const double gbps = measure_bandwidth(threads, level->probe_bytes, isa);
+  level->gbps = std::max(level->gbps, gbps);
+  return gbps;
 }
 
 double Roofline::ceiling_gflops(double flops, double bytes) const {
@@ -208,15 +221,15 @@ Roofline measure_roofline(int threads, schedule::Isa isa) {
   if (l3 == 0) l3 = 8 << 20;
   // Private levels scale with the threads; the last level is shared. Data is measured at
   // half of each capacity so that it stays resident.
-  r.levels.push_back({"L1", l1 * threads, measure_bandwidth(threads, l1 / 2, isa)});
-  r.levels.push_back({"L2", l2 * threads, measure_bandwidth(threads, l2 / 2, isa)});
+  auto level = [&](const char* name, int64_t capacity, int64_t probe_bytes) {
+    r.levels.push_back({name, capacity, measure_bandwidth(threads, probe_bytes, isa), probe_bytes});
+  };
+  level("L1", l1 * threads, l1 / 2);
+  level("L2", l2 * threads, l2 / 2);
   // L3 at a quarter of its size: beyond the private levels, well inside the shared one
   // (on shared machines the part of the L3 a tenant keeps is smaller than its size).
-  r.levels.push_back(
-      {"L3", l3, measure_bandwidth(threads, std::max(2 * l2, l3 / 4 / threads), isa)});
-  r.levels.push_back(
-      {"DRAM", int64_t{1} << 62,
-       measure_bandwidth(threads, std::max(4 * l3, kDramProbeBytes) / threads, isa)});
+  level("L3", l3, std::max(2 * l2, l3 / 4 / threads));
+  level("DRAM", int64_t{1} << 62, std::max(4 * l3, kDramProbeBytes) / threads);
   return r;
 }
 

@@ -55,5 +55,25 @@ TEST(Roofline, DataBetweenTheLastCacheAndDramIsMeasuredAtItsFootprint) {
   EXPECT_GT(r.level_for(20e6).capacity, first.capacity);
 }
 
+// Measured again, a level keeps the faster of its rates: a loop slowed by a neighbour never
+// lowers the ceiling, and a slow first loop does not leave it low.
+TEST(Roofline, ALevelMeasuredAgainKeepsTheFasterRate) {
+  Roofline r = fake_roofline();
+  r.levels[1].probe_bytes = 64 << 10;
+  r.levels[1].gbps = 1e-3;  // as if its first loop had met a neighbour
+  const double measured = r.remeasure(100 << 10);
+  EXPECT_TRUE(std::isfinite(measured));
+  EXPECT_GT(measured, 1e-3);
+  EXPECT_EQ(r.level_for(100 << 10).gbps, measured);
+  r.levels[1].gbps = 1e12;  // faster than any loop
+  EXPECT_LT(r.remeasure(100 << 10), 1e12);
+  EXPECT_EQ(r.level_for(100 << 10).gbps, 1e12);
+  EXPECT_EQ(r.level_for(1).gbps, 1001);  // the other levels untouched
+  // A footprint between the last cache and DRAM, measured the first time by level_for.
+  const double first = r.level_for(9.4e6).gbps;
+  const double again = r.remeasure(9.4e6);
+  EXPECT_EQ(r.level_for(9.4e6).gbps, std::max(first, again));
+}
+
 }  // namespace
 }  // namespace dietcode::bench
