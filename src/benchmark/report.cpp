@@ -21,45 +21,49 @@ namespace {
 // "composition": fused attention's peer, peers composed (harness.cpp).
 const std::vector<std::string> kPeerOrder{"openblas", "onednn", "blis", "libxsmm", "composition"};
 
-struct Summary {
-  double log_ratio = 0, min_ratio = 1e30, log_roof = 0, min_roof = 1e30;
+// A geomean with its minimum and where that was (M).
+struct Geomean {
+  double log_sum = 0, min = 1e30;
   int count = 0;
-  // The same over the shapes whose timings were not disturbed (Measurement::disturbed).
-  double quiet_log_ratio = 0, quiet_min_ratio = 1e30;
-  int quiet = 0;
-  void add(double ratio, double roof, bool disturbed = false) {
-    log_ratio += std::log(ratio);
-    min_ratio = std::min(min_ratio, ratio);
-    log_roof += std::log(roof);
-    min_roof = std::min(min_roof, roof);
+  int64_t min_m = 0;
+  void add(double x, int64_t m = 0) {
+    log_sum += std::log(x);
+    if (x < min) min = x, min_m = m;
     ++count;
-    if (disturbed) return;
-    quiet_log_ratio += std::log(ratio);
-    quiet_min_ratio = std::min(quiet_min_ratio, ratio);
-    ++quiet;
+  }
+  void merge(const Geomean& o) {
+    log_sum += o.log_sum;
+    if (o.min < min) min = o.min, min_m = o.min_m;
+    count += o.count;
+  }
+  double value() const { return std::exp(log_sum / count); }
+};
+
+// Ours against the best peer: the ratio and the roofline fraction over every shape, and the
+// ratio over the shapes whose timings were not disturbed (Measurement::disturbed).
+struct Summary {
+  Geomean ratio, roof, quiet;
+  void add(double r, double f, bool disturbed) {
+    ratio.add(r);
+    roof.add(f);
+    if (!disturbed) quiet.add(r);
   }
   void merge(const Summary& o) {
-    log_ratio += o.log_ratio;
-    log_roof += o.log_roof;
-    min_ratio = std::min(min_ratio, o.min_ratio);
-    min_roof = std::min(min_roof, o.min_roof);
-    count += o.count;
-    quiet_log_ratio += o.quiet_log_ratio;
-    quiet_min_ratio = std::min(quiet_min_ratio, o.quiet_min_ratio);
-    quiet += o.quiet;
+    ratio.merge(o.ratio);
+    roof.merge(o.roof);
+    quiet.merge(o.quiet);
   }
   std::string text(const std::string& what) const {
-    if (count == 0) return what + ": no shape with both dietcode and a peer\n";
+    if (ratio.count == 0) return what + ": no shape with both dietcode and a peer\n";
     std::string out = fmt::format(
         "{}: geomean ratio to best peer {:.2f} (min {:.2f}), geomean roofline fraction {:.0f}% "
         "(min {:.0f}%), {} shapes",
-        what, std::exp(log_ratio / count), min_ratio, 100 * std::exp(log_roof / count),
-        100 * min_roof, count);
-    if (quiet < count && quiet > 0)
-      out += fmt::format("; without the {} disturbed: {:.2f} (min {:.2f}) over {}", count - quiet,
-                         std::exp(quiet_log_ratio / quiet), quiet_min_ratio, quiet);
-    else if (quiet == 0)
+        what, ratio.value(), ratio.min, 100 * roof.value(), 100 * roof.min, ratio.count);
+    if (quiet.count == 0)
       out += "; every shape disturbed";
+    else if (quiet.count < ratio.count)
+      out += fmt::format("; without the {} disturbed: {:.2f} (min {:.2f}) over {}",
+                         ratio.count - quiet.count, quiet.value(), quiet.min, quiet.count);
     return out + "\n";
   }
 };
@@ -123,13 +127,7 @@ std::string format_table(const BenchResult& r) {
                                 ? std::string("dietcode-sweep")
                                 : here[0];
     struct Versus {
-      double log_sum = 0, min = 1e30;
-      int count = 0;
-      int64_t min_m = 0;
-      // Over the shapes not disturbed (Measurement::disturbed).
-      double quiet_log_sum = 0, quiet_min = 1e30;
-      int quiet = 0;
-      int64_t quiet_min_m = 0;
+      Geomean all, quiet;  // quiet: the shapes not disturbed (Measurement::disturbed)
     };
     std::map<std::string, Versus> versus;
     for (auto& [t, row] : by_layer[layer]) {
@@ -164,14 +162,8 @@ std::string format_table(const BenchResult& r) {
         if (o != reference && it != row.end() && ref != row.end()) {
           double ratio = ref->second->seconds / it->second->seconds;
           Versus& v = versus[o];
-          v.log_sum += std::log(ratio);
-          v.count += 1;
-          if (ratio < v.min) v.min = ratio, v.min_m = any->m;
-          if (!it->second->disturbed && !ref->second->disturbed) {
-            v.quiet_log_sum += std::log(ratio);
-            v.quiet += 1;
-            if (ratio < v.quiet_min) v.quiet_min = ratio, v.quiet_min_m = any->m;
-          }
+          v.all.add(ratio, any->m);
+          if (!it->second->disturbed && !ref->second->disturbed) v.quiet.add(ratio, any->m);
         }
       }
       auto first = row.find(here[0]);
@@ -185,14 +177,14 @@ std::string format_table(const BenchResult& r) {
     for (const std::string& o : here)
       out += s[o].text(here.size() > 1 ? layer + " " + label(o) : layer);
     for (auto& [o, v] : versus) {
-      if (v.count == 0) continue;
+      if (v.all.count == 0) continue;
       comparisons += fmt::format(
           "{}: {} vs {}: geomean speed ratio {:.3f} (min {:.3f} at M={}) over {} shapes", layer,
-          label(o), label(reference), std::exp(v.log_sum / v.count), v.min, v.min_m, v.count);
-      if (v.quiet < v.count && v.quiet > 0)
-        comparisons += fmt::format("; without the {} disturbed: {:.3f} (min {:.3f} at M={})",
-                                   v.count - v.quiet, std::exp(v.quiet_log_sum / v.quiet),
-                                   v.quiet_min, v.quiet_min_m);
+          label(o), label(reference), v.all.value(), v.all.min, v.all.min_m, v.all.count);
+      if (v.quiet.count > 0 && v.quiet.count < v.all.count)
+        comparisons +=
+            fmt::format("; without the {} disturbed: {:.3f} (min {:.3f} at M={})",
+                        v.all.count - v.quiet.count, v.quiet.value(), v.quiet.min, v.quiet.min_m);
       comparisons += "\n";
     }
   }
@@ -205,7 +197,7 @@ std::string format_table(const BenchResult& r) {
       if (layers_of[o].size() > 1) {
         out += '\n';
         out += all[o].text(ours.size() > 1 ? "all layers " + label(o) : "all layers");
-      } else if (o != "dietcode-sweep" && o != "dietcode" && all[o].count > 0) {
+      } else if (o != "dietcode-sweep" && o != "dietcode" && all[o].ratio.count > 0) {
         ++single_layer_modules;
         modules.merge(all[o]);
       }
