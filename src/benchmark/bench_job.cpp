@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -11,6 +12,20 @@
 #include "support/error.h"
 
 namespace dietcode::bench {
+
+namespace {
+
+// "run/qkv.module.json" -> "qkv".
+std::string module_stem(const std::string& path) {
+  std::string stem = std::filesystem::path(path).filename().string();
+  for (const char* suffix : {".json", ".module"})
+    if (stem.size() > std::strlen(suffix) &&
+        stem.compare(stem.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
+      stem.resize(stem.size() - std::strlen(suffix));
+  return stem;
+}
+
+}  // namespace
 
 std::vector<std::pair<std::string, runtime::ModuleSpec>> load_labelled_modules(
     const std::vector<std::string>& paths) {
@@ -22,14 +37,20 @@ std::vector<std::pair<std::string, runtime::ModuleSpec>> load_labelled_modules(
   }
   std::map<std::string, int> names;
   for (const runtime::ModuleSpec& m : specs) ++names[runtime::info_text(m.provenance, "name", "")];
+  // A module tuned with --op is named "operator", which tells nothing: its file names it.
+  auto name_of = [&](size_t i) {
+    std::string name = runtime::info_text(specs[i].provenance, "name", "");
+    return name.empty() || name == "operator" ? module_stem(paths[i]) : name;
+  };
   std::vector<std::pair<std::string, runtime::ModuleSpec>> labelled;
   for (size_t i = 0; i < specs.size(); ++i) {
     std::string mode = runtime::info_text(specs[i].provenance, "mode", "module");
     std::string name = runtime::info_text(specs[i].provenance, "name", "");
-    std::string label = modes[mode] == 1 ? mode
-                        : !name.empty() && names[name] == 1
-                            ? name
-                            : std::filesystem::path(paths[i]).stem().string();
+    // The mode tells modules apart only beside a module of another mode (joint against
+    // per-shape); one module alone is labelled by what it computes.
+    std::string label = specs.size() > 1 && modes[mode] == 1 ? mode
+                        : names[name] == 1                   ? name_of(i)
+                                                             : module_stem(paths[i]);
     labelled.push_back({label, specs[i]});
   }
   // Modules of one name from different runs (run-a/qkv.module.json, run-b/qkv.module.json)
@@ -42,9 +63,7 @@ std::vector<std::pair<std::string, runtime::ModuleSpec>> load_labelled_modules(
       if (count[labelled[i].first] > 1) labelled[i].first = label_of(i);
   };
   relabel_clashes([&](size_t i) {
-    std::filesystem::path p(paths[i]);
-    std::string name = runtime::info_text(specs[i].provenance, "name", "");
-    return (p.parent_path().filename() / (name.empty() ? p.stem().string() : name)).string();
+    return (std::filesystem::path(paths[i]).parent_path().filename() / name_of(i)).string();
   });
   relabel_clashes([&](size_t i) { return paths[i]; });
   return labelled;

@@ -23,8 +23,9 @@ struct BenchJob {
 // Throws dietcode::Error for a bad input or output path.
 BenchResult run_bench_job(BenchJob job);
 
-// Tuned modules labelled for the table: by tuning mode ("joint", "per-shape"), or by the
-// operator's name, or by the file name when two share a mode; modules whose labels would
+// Tuned modules labelled for the table: by tuning mode ("joint", "per-shape") beside modules
+// of another mode, else by the operator's name (a module tuned with --op, named "operator":
+// by its file name), or by the file name when two share a name; modules whose labels would
 // still be the same (run-a/qkv.module.json, run-b/qkv.module.json) by folder and name
 // ("run-a/qkv"), else by path: every module has a label, and a column, of its own.
 std::vector<std::pair<std::string, runtime::ModuleSpec>> load_labelled_modules(

@@ -56,10 +56,18 @@ class LabelledModules : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(LabelledModules, OneModulePerModeIsLabelledByItsMode) {
-  EXPECT_EQ(labels({write("a.module.json", "qkv")}), std::vector<std::string>{"joint"});
+TEST_F(LabelledModules, ModulesOfDifferentModesAreLabelledByTheirMode) {
   EXPECT_EQ(labels({write("j.module.json", "x"), write("p.module.json", "x", "per-shape")}),
             (std::vector<std::string>{"joint", "per-shape"}));
+}
+
+TEST_F(LabelledModules, OneModuleAloneIsLabelledByWhatItComputes) {
+  // The main job's qkv.module.json: by its name, not by its mode ("joint vs sweep").
+  EXPECT_EQ(labels({write("a.module.json", "qkv")}), std::vector<std::string>{"qkv"});
+  // Tuned with --op (named "operator"): by its file name.
+  EXPECT_EQ(labels({write("dense-2304.module.json", "operator")}),
+            std::vector<std::string>{"dense-2304"});
+  EXPECT_EQ(labels({write("b.module.json", "")}), std::vector<std::string>{"b"});
 }
 
 TEST_F(LabelledModules, ModulesOfOneModeAreLabelledByName) {
