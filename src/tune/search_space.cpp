@@ -442,18 +442,25 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
       } else {
         std::rotate(out.begin(), out.end() - 1, out.end());
         // Warm constant B and all of M in one row of tiles: a call reads B once, from the
-        // cache, and next the same tile reading it from tile-wide panels, one contiguous
-        // stream, at most kTilePanelVectors wide (2304 x 768 layer, side by side with oneDNN:
-        // 3 x 64 at M = 2-3 1.00-1.08x, 3 x 128 0.82-1.01x; 5 x 80 at M = 4-5 1.00x on
-        // geomean, 0.90x in vector panels; docs/bench/tuning-zen5/stop45/).
-        if (!cold_weights_ && c_.b.constant && e.m >= kTilePanelMinRows && e.m <= s.mr) {
-          auto at = out.begin() + 1;
+        // cache, and reads it fastest from tile-wide panels, one contiguous stream: so the
+        // same tile in such panels at most kTilePanelVectors wide comes first, the deep seed
+        // in vector panels after it. The 2304 x 768 layer side by side with oneDNN
+        // (docs/bench/tuning-zen5/stop45/): 3 x 64 at M = 2-3 1.00-1.08x, 5 x 80 at M = 4-5
+        // 1.00x on geomean, 0.90x in vector panels. At stop 51 tile panels won 26 of the 28
+        // one-thread cells of the four BERT layers at M = 1, 2, 4, 6, 8 and 13, and the
+        // two-thread sweep's winners at M = 1, 2, 4 and 8; listed second, behind the deep
+        // seed of every other shape, a two-thread 1000-trial search never measured one, and
+        // its module ran M = 1..8 at 0.84-0.97 of the sweep.
+        if (!cold_weights_ && c_.b.constant && e.m <= s.mr) {
+          std::vector<MicroKernelSchedule> tiles;
           for (int64_t vectors : kTilePanelVectors) {
             MicroKernelSchedule tile_panel =
                 schedule::in_tile_panels(out.front(), vectors * vec_.width);
-            if (valid(tile_panel) && std::find(out.begin(), out.end(), tile_panel) == out.end())
-              at = out.insert(at, tile_panel) + 1;
+            if (valid(tile_panel) && std::find(out.begin(), out.end(), tile_panel) == out.end() &&
+                std::find(tiles.begin(), tiles.end(), tile_panel) == tiles.end())
+              tiles.push_back(tile_panel);
           }
+          out.insert(out.begin(), tiles.begin(), tiles.end());
         }
         // Cold weights past the streaming rows: first the same tile with m the inner tile
         // loop, the next tile's B prefetched (below) while a tile's rows compute: a 7 x 48

@@ -84,9 +84,8 @@ class SearchSpace {
   static constexpr int64_t kSeedPrefetch = 32;
   // k-block of the deep seed (long k blocks, A read in place) for K from it on.
   static constexpr int64_t kDeepK = 768;
-  // Warm constant B and all of M (from kTilePanelMinRows rows on) in one row of tiles: the
-  // deep seed is also seeded with tile-wide B panels, at most this many vectors wide.
-  static constexpr int64_t kTilePanelMinRows = 2;
+  // Warm constant B and all of M in one row of tiles: the deep seed is seeded first with
+  // tile-wide B panels, at most this many vectors wide, then in vector panels.
   static constexpr std::array<int64_t, 2> kTilePanelVectors{4, 6};
   // Shapes whose seeds come first: the smallest kSeedShapesDense (as the finals sample
   // them: FinalistParams::dense), then kSeedShapesGeometric spread geometrically.

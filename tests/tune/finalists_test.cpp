@@ -513,10 +513,20 @@ TEST(Seeds, TileHeightsWhoseWidestTileUsesTheMultiplyAddRateComeFirst) {
     for (int64_t m : {8, 16, 128}) {
       std::vector<schedule::MicroKernelSchedule> seeds = space.seeds_for(space.extents()[m - 1]);
       ASSERT_FALSE(seeds.empty()) << "M=" << m;
-      const schedule::MicroKernelSchedule* first = &seeds.front();
+      // With the weights in cache and all of M in one row of tiles (M = 8 here) the same
+      // tile in tile panels comes before it
+      // (Seeds.AFewRowsOfWarmConstantBReadItFromTilePanelsFirst): the first seed in vector panels
+      // is the one ranked here.
+      const schedule::MicroKernelSchedule* first = nullptr;
       const schedule::MicroKernelSchedule* deep = nullptr;
-      for (const schedule::MicroKernelSchedule& s : seeds)
+      for (const schedule::MicroKernelSchedule& s : seeds) {
+        if (s.b_panel != schedule::BPanel::Vector) continue;
+        if (!first) first = &s;
         if (!deep && s.pack_a == schedule::PackA::Direct) deep = &s;
+      }
+      ASSERT_NE(first, nullptr) << "M=" << m;
+      EXPECT_TRUE(seeds.front().b_panel == schedule::BPanel::Vector || m <= first->mr)
+          << "M=" << m << ": tile panels first only where all of M is one row of tiles";
       const int64_t accumulators = first->mr * (first->nr / vec.width);
       EXPECT_GE(accumulators, isa == schedule::Isa::Avx512 ? 21 : 9)
           << "M=" << m << ": " << schedule::to_json_text(*first);
@@ -564,52 +574,72 @@ TEST(Seeds, TileHeightsWhoseWidestTileUsesTheMultiplyAddRateComeFirst) {
   }
 }
 
-TEST(Seeds, AFewRowsOfWarmConstantBAlsoReadItFromTilePanels) {
-  // Weights in cache, all of M in one row of tiles (M = 2..5 on AVX-512): behind the deep
-  // seed, the same tile reading B from tile-wide panels at most 4 and 6 vectors wide
-  // (kTilePanelVectors), the rest of the schedule unchanged. One row (the M <= 2 seeds
-  // stream B), several rows of tiles and cold weights get none.
+TEST(Seeds, AFewRowsOfWarmConstantBReadItFromTilePanelsFirst) {
+  // Weights in cache, all of M in one row of tiles (M = 1..14 on AVX-512): first the deep
+  // seed's tile reading B from tile-wide panels at most 4 and 6 vectors wide
+  // (kTilePanelVectors), the rest of the schedule unchanged, then the deep seed in vector
+  // panels. Several rows of tiles and cold weights get none.
   te::Operator op = ops::dense(1, 128, 2304, 768);
   const schedule::VectorIsa& vec = schedule::vector_isa(schedule::Isa::Avx512);
-  SearchSpace warm(op, schedule::Isa::Avx512, 1, range(1, 128), SpaceKind::ShapeGeneric);
-  SearchSpace cold(op, schedule::Isa::Avx512, 1, range(1, 128), SpaceKind::ShapeGeneric,
-                   /*cold_weights=*/true);
-  for (int64_t m = 1; m <= 128; ++m) {
-    std::vector<schedule::MicroKernelSchedule> seeds = warm.seeds_for(warm.extents()[m - 1]);
-    ASSERT_FALSE(seeds.empty()) << "M=" << m;
-    const schedule::MicroKernelSchedule& deep = seeds.front();
-    ASSERT_EQ(deep.pack_a, schedule::PackA::Direct) << "M=" << m;
-    EXPECT_EQ(deep.b_panel, schedule::BPanel::Vector) << "M=" << m;
-    std::vector<schedule::MicroKernelSchedule> tiled;
-    for (const schedule::MicroKernelSchedule& s : seeds)
-      if (s.b_panel == schedule::BPanel::Tile) tiled.push_back(s);
-    if (m < SearchSpace::kTilePanelMinRows || m > deep.mr) {
-      EXPECT_TRUE(tiled.empty()) << "M=" << m << ": " << schedule::to_json_text(tiled.front());
-      continue;
+  for (int threads : {1, 2}) {
+    SearchSpace warm(op, schedule::Isa::Avx512, threads, range(1, 128), SpaceKind::ShapeGeneric);
+    SearchSpace cold(op, schedule::Isa::Avx512, threads, range(1, 128), SpaceKind::ShapeGeneric,
+                     /*cold_weights=*/true);
+    int64_t tiled_shapes = 0;
+    for (int64_t m = 1; m <= 128; ++m) {
+      std::vector<schedule::MicroKernelSchedule> seeds = warm.seeds_for(warm.extents()[m - 1]);
+      ASSERT_FALSE(seeds.empty()) << "M=" << m;
+      std::vector<schedule::MicroKernelSchedule> tiled;
+      for (const schedule::MicroKernelSchedule& s : seeds)
+        if (s.b_panel == schedule::BPanel::Tile) tiled.push_back(s);
+      ASSERT_GT(seeds.size(), tiled.size()) << "M=" << m;
+      const schedule::MicroKernelSchedule& deep = seeds[tiled.size()];
+      ASSERT_EQ(deep.pack_a, schedule::PackA::Direct) << "M=" << m;
+      EXPECT_EQ(deep.b_panel, schedule::BPanel::Vector) << "M=" << m;
+      if (m > deep.mr) {
+        EXPECT_TRUE(tiled.empty()) << "M=" << m << ": " << schedule::to_json_text(tiled.front());
+        continue;
+      }
+      ++tiled_shapes;
+      ASSERT_FALSE(tiled.empty()) << "M=" << m;
+      for (size_t i = 0; i < tiled.size(); ++i) {
+        EXPECT_EQ(seeds[i], tiled[i]) << "M=" << m << ": the tile panels come first";
+        EXPECT_LE(tiled[i].nr, SearchSpace::kTilePanelVectors[i] * vec.width) << "M=" << m;
+        schedule::MicroKernelSchedule back = tiled[i];
+        back.b_panel = schedule::BPanel::Vector;
+        back.nr = deep.nr;
+        back.nc = deep.nc;
+        EXPECT_EQ(back, deep) << "M=" << m << ": " << schedule::to_json_text(tiled[i]);
+        EXPECT_EQ(tiled[i].nc % tiled[i].nr, 0) << "M=" << m;
+      }
+      for (const schedule::MicroKernelSchedule& s : cold.seeds_for(cold.extents()[m - 1]))
+        EXPECT_EQ(s.b_panel, schedule::BPanel::Vector) << "M=" << m << " (cold weights)";
     }
-    ASSERT_FALSE(tiled.empty()) << "M=" << m;
-    ASSERT_GE(seeds.size(), tiled.size() + 1);
-    for (size_t i = 0; i < tiled.size(); ++i) {
-      EXPECT_EQ(seeds[i + 1], tiled[i]) << "M=" << m << ": the tile panels come second";
-      const int64_t vectors = SearchSpace::kTilePanelVectors[i];
-      EXPECT_LE(tiled[i].nr, vectors * vec.width) << "M=" << m;
-      schedule::MicroKernelSchedule back = tiled[i];
-      back.b_panel = schedule::BPanel::Vector;
-      back.nr = deep.nr;
-      back.nc = deep.nc;
-      EXPECT_EQ(back, deep) << "M=" << m << ": " << schedule::to_json_text(tiled[i]);
-      EXPECT_EQ(tiled[i].nc % tiled[i].nr, 0) << "M=" << m;
+    // M = 1 up to the tallest one-row tile the registers hold beside a vector or more.
+    EXPECT_GE(tiled_shapes, 8) << threads << " threads";
+    // Round 1 measures a prefix of the rule seeds: M = 1..5's tile panels are in it.
+    std::vector<SearchSpace::RuleSeed> rule = warm.rule_seeds();
+    for (int64_t m = 1; m <= 5; ++m) {
+      const schedule::MicroKernelSchedule first = warm.seeds_for(warm.extents()[m - 1]).front();
+      EXPECT_EQ(first.b_panel, schedule::BPanel::Tile) << "M=" << m;
+      auto at = std::find_if(rule.begin(), rule.end(),
+                             [&](const SearchSpace::RuleSeed& r) { return r.schedule == first; });
+      ASSERT_NE(at, rule.end()) << "M=" << m;
+      EXPECT_LT(at - rule.begin(), 32) << "M=" << m;
     }
-    for (const schedule::MicroKernelSchedule& s : cold.seeds_for(cold.extents()[m - 1]))
-      EXPECT_EQ(s.b_panel, schedule::BPanel::Vector) << "M=" << m << " (cold weights)";
   }
-  // M = 3: 3 x 64 and 3 x 96 in tile panels behind the 3 x 128 deep seed.
-  std::vector<schedule::MicroKernelSchedule> m3 = warm.seeds_for(warm.extents()[2]);
-  ASSERT_GE(m3.size(), 3u);
-  EXPECT_EQ(m3[0].mr, 3);
-  EXPECT_EQ(m3[0].nr, 128);
-  EXPECT_EQ(m3[1].nr, 64);
-  EXPECT_EQ(m3[2].nr, 96);
+  // M = 1: 1 x 64 and 1 x 96 in tile panels ahead of the 1 x 128 deep seed; M = 3: 3 x 64 and
+  // 3 x 96 ahead of 3 x 128.
+  SearchSpace warm(op, schedule::Isa::Avx512, 1, range(1, 128), SpaceKind::ShapeGeneric);
+  for (int64_t m : {1, 3}) {
+    std::vector<schedule::MicroKernelSchedule> seeds = warm.seeds_for(warm.extents()[m - 1]);
+    ASSERT_GE(seeds.size(), 3u);
+    EXPECT_EQ(seeds[0].mr, m);
+    EXPECT_EQ(seeds[0].nr, 64);
+    EXPECT_EQ(seeds[1].nr, 96);
+    EXPECT_EQ(seeds[2].nr, 128);
+    EXPECT_EQ(seeds[2].b_panel, schedule::BPanel::Vector);
+  }
 }
 
 TEST(Seeds, EachOfTheSmallestShapesIsSeededBeforeLargerOnes) {
