@@ -452,15 +452,13 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
         // seed of every other shape, a two-thread 1000-trial search never measured one, and
         // its module ran M = 1..8 at 0.84-0.97 of the sweep.
         if (!cold_weights_ && c_.b.constant && e.m <= s.mr) {
-          std::vector<MicroKernelSchedule> tiles;
+          const MicroKernelSchedule deep = out.front();
+          auto at = out.begin();
           for (int64_t vectors : kTilePanelVectors) {
-            MicroKernelSchedule tile_panel =
-                schedule::in_tile_panels(out.front(), vectors * vec_.width);
-            if (valid(tile_panel) && std::find(out.begin(), out.end(), tile_panel) == out.end() &&
-                std::find(tiles.begin(), tiles.end(), tile_panel) == tiles.end())
-              tiles.push_back(tile_panel);
+            MicroKernelSchedule tile_panel = schedule::in_tile_panels(deep, vectors * vec_.width);
+            if (valid(tile_panel) && std::find(out.begin(), out.end(), tile_panel) == out.end())
+              at = out.insert(at, tile_panel) + 1;
           }
-          out.insert(out.begin(), tiles.begin(), tiles.end());
         }
         // Cold weights past the streaming rows: first the same tile with m the inner tile
         // loop, the next tile's B prefetched (below) while a tile's rows compute: a 7 x 48
