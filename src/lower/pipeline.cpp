@@ -7,6 +7,7 @@
 #include "lower/mark_parallel.h"
 #include "lower/reference_loops.h"
 #include "ops/contraction.h"
+#include "support/hash.h"
 
 namespace dietcode::lower {
 
@@ -78,6 +79,10 @@ LoweredKernel lower(const schedule::BoundSchedule& bound, const PassLogger& log)
 }  // namespace dietcode::lower
 
 namespace dietcode::lower {
+
+uint64_t packed_layout_id(const LoweredKernel& k) {
+  return k.prepacked_b ? fnv1a64(ir::to_string(k.prepack.body)) : 0;
+}
 
 LoweredKernel lower(const te::Operator& op, const schedule::AnySchedule& s, const PassLogger& log) {
   return std::visit([&](const auto& x) { return lower(bind(x, op), log); }, s);

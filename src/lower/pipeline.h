@@ -38,6 +38,11 @@ struct LoweredKernel {
   ir::Expr packed_b_size;    // elements of B_packed
 };
 
+// Identifies the layout a kernel's pre-packing program writes (a hash of that program),
+// 0 for a kernel that reads its inputs as given. Kernels with the same id accept each
+// other's packed buffers: a module keeps one packed copy of its weights per id.
+uint64_t packed_layout_id(const LoweredKernel& k);
+
 // The operator's compute function around `body`: its shape variables, then its inputs
 // and its output as buffers (the calling convention of every lowered kernel).
 LoweredFunc compute_function(const te::Operator& op, ir::Stmt body);

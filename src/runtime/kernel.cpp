@@ -5,11 +5,9 @@
 
 #include "codegen/llvm/jit.h"
 #include "ir/evaluate.h"
-#include "ir/printer.h"
 #include "ir/visit.h"
 #include "runtime/abi.h"
 #include "support/error.h"
-#include "support/hash.h"
 #include "support/int_math.h"
 
 namespace dietcode::runtime {
@@ -114,10 +112,8 @@ Kernel Kernel::build(const te::Operator& op, Schedule s, schedule::Isa isa,
   });
   if (k.lowered_.prepacked_b) {
     k.packed_elements_ = ir::IntProgram(k.lowered_.packed_b_size, vars);
-    // The packed layout is what the pre-packing program writes: kernels whose programs
-    // are the same (the same panel width) accept each other's buffers. Hashed once here:
-    // runs are too short to hash on every call.
-    k.packed_layout_ = fnv1a64(ir::to_string(k.lowered_.prepack.body));
+    // Hashed once here: runs are too short to hash on every call.
+    k.packed_layout_ = lower::packed_layout_id(k.lowered_);
   }
   // Panels are sized by constants of the schedule, or by the shape variables at their
   // largest declared values.

@@ -1,7 +1,9 @@
 #include "tune/select.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "support/error.h"
@@ -13,6 +15,9 @@ namespace {
 // A kernel earns a spare slot, or a swap in, only by making some shape at least this much
 // faster than the kernels already chosen.
 constexpr double kFillGain = 0.03;
+
+// A layout budget chooses among this many layouts, the best on their own (2^12 subsets).
+constexpr size_t kLayoutPool = 12;
 
 // One greedy cover at a given k; returns the chosen kernel indices.
 std::vector<int> greedy_cover(const std::vector<std::vector<double>>& norm,
@@ -133,12 +138,90 @@ void improve_by_swaps(const std::vector<std::vector<double>>& norm,
   }
 }
 
+// The columns whose packed layout is among the `max_layouts` kept (see the header), with
+// those that read the weights as given; every column when no limit applies.
+std::vector<int> columns_within_layout_budget(const std::vector<std::vector<double>>& norm,
+                                              const std::vector<double>& weights,
+                                              const std::vector<uint64_t>& layouts,
+                                              int max_layouts) {
+  const size_t shapes = norm.size(), kernels = norm[0].size();
+  std::vector<int> all(kernels);
+  std::iota(all.begin(), all.end(), 0);
+  if (max_layouts <= 0 || layouts.empty()) return all;
+  DC_INTERNAL_CHECK(layouts.size() == kernels, "{} packed layouts for {} kernels", layouts.size(),
+                    kernels);
+  // best[u][s]: the best normalized score of layout u's kernels on shape s; row 0 for the
+  // kernels without packed weights, which every choice keeps.
+  std::vector<uint64_t> ids{0};
+  std::vector<std::vector<double>> best(1, std::vector<double>(shapes, 0.0));
+  for (size_t j = 0; j < kernels; ++j) {
+    size_t u = std::find(ids.begin(), ids.end(), layouts[j]) - ids.begin();
+    if (u == ids.size()) {
+      ids.push_back(layouts[j]);
+      best.emplace_back(shapes, 0.0);
+    }
+    for (size_t s = 0; s < shapes; ++s) best[u][s] = std::max(best[u][s], norm[s][j]);
+  }
+  const int packed = int(ids.size()) - 1;
+  if (packed <= max_layouts) return all;
+  auto objective = [&](const std::vector<int>& kept) {
+    double sum = 0;
+    for (size_t s = 0; s < shapes; ++s) {
+      double b = best[0][s];
+      for (int u : kept) b = std::max(b, best[u][s]);
+      sum += weights[s] * std::log(std::max(b, 1e-6));
+    }
+    return sum;
+  };
+  // Every choice of max_layouts among the kLayoutPool best layouts on their own.
+  std::vector<int> pool(packed);
+  std::iota(pool.begin(), pool.end(), 1);
+  std::vector<double> alone(ids.size());
+  for (int u : pool) alone[u] = objective({u});
+  std::sort(pool.begin(), pool.end(), [&](int a, int b) { return alone[a] > alone[b]; });
+  pool.resize(std::min<size_t>(pool.size(), kLayoutPool));
+  std::vector<int> kept_best;
+  double value_best = -std::numeric_limits<double>::infinity();
+  for (uint32_t mask = 1; mask < (1u << pool.size()); ++mask) {
+    if (std::popcount(mask) != std::min<int>(max_layouts, int(pool.size()))) continue;
+    std::vector<int> kept;
+    for (size_t i = 0; i < pool.size(); ++i)
+      if (mask & (1u << i)) kept.push_back(pool[i]);
+    const double value = objective(kept);
+    if (value > value_best) {
+      value_best = value;
+      kept_best = kept;
+    }
+  }
+  std::vector<int> out;
+  for (size_t j = 0; j < kernels; ++j) {
+    size_t u = std::find(ids.begin(), ids.end(), layouts[j]) - ids.begin();
+    if (u == 0 || std::find(kept_best.begin(), kept_best.end(), int(u)) != kept_best.end())
+      out.push_back(int(j));
+  }
+  return out;
+}
+
 }  // namespace
 
-Selection select_micro_kernels(const std::vector<std::vector<double>>& score,
-                               const std::vector<double>& weights, int max_kernels) {
-  if (score.empty() || score[0].empty())
+Selection select_micro_kernels(const std::vector<std::vector<double>>& score_all,
+                               const std::vector<double>& weights, int max_kernels,
+                               const std::vector<uint64_t>& layouts, int max_layouts) {
+  if (score_all.empty() || score_all[0].empty())
     user_error("selection: no measured micro-kernel to select from (every trial failed?)");
+  // The cover runs on the columns the layout budget keeps; `columns` maps them back.
+  std::vector<int> columns;
+  {
+    std::vector<std::vector<double>> norm = score_all;
+    for (auto& row : norm) {
+      double best = *std::max_element(row.begin(), row.end());
+      for (double& x : row) x = best > 0 ? x / best : 0.0;
+    }
+    columns = columns_within_layout_budget(norm, weights, layouts, max_layouts);
+  }
+  std::vector<std::vector<double>> score(score_all.size());
+  for (size_t s = 0; s < score_all.size(); ++s)
+    for (int j : columns) score[s].push_back(score_all[s][j]);
   size_t shapes = score.size(), kernels = score[0].size();
   std::vector<std::vector<double>> norm = score;
   for (size_t s = 0; s < shapes; ++s) {
@@ -169,7 +252,8 @@ Selection select_micro_kernels(const std::vector<std::vector<double>>& score,
       used.push_back(out.kernels[c]);
     }
   for (int& a : out.assignment) a = remap[a];
-  out.kernels = used;
+  out.kernels.clear();
+  for (int j : used) out.kernels.push_back(columns[j]);
   return out;
 }
 

@@ -4,6 +4,7 @@
 // variables that sends any shape to one of them.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "dispatch/decision_tree.h"
@@ -24,8 +25,16 @@ struct Selection {
 // Then single swaps of a chosen kernel for one left out, while a swap raises the weighted
 // sum of log(score / best) (a shape left on its second kernel far below its first, with
 // every slot taken). Each shape is then assigned the selected kernel with its highest score.
+//
+// Packed weights: layouts[j] identifies the layout kernel j packs the operator's constant
+// weights in (lower::packed_layout_id; 0: it reads them as given). A module keeps one
+// packed copy of the weights per distinct layout, so with max_layouts > 0 the kernels
+// selected span at most that many nonzero ids: the layouts kept are those whose best
+// kernels give the highest weighted sum of log(score / best) over the shapes, and the
+// cover above runs on their kernels alone. Empty `layouts`, or max_layouts <= 0: no limit.
 Selection select_micro_kernels(const std::vector<std::vector<double>>& score,
-                               const std::vector<double>& weights, int max_kernels);
+                               const std::vector<double>& weights, int max_kernels,
+                               const std::vector<uint64_t>& layouts = {}, int max_layouts = 0);
 
 // The decision tree over `shapes` (declared and extra sample shapes) whose labels
 // are positions in the selection.

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "codegen/llvm/target.h"
+#include "lower/pipeline.h"
 #include "tune/analysis.h"
 #include "tune/select.h"
 
@@ -138,7 +139,11 @@ runtime::ModuleSpec build_module(const TuneOptions& o, const PredictAt& predict,
                                  std::vector<std::string>& notes) {
   std::vector<std::vector<int64_t>> declared = o.op.declared_shapes();
   std::vector<double> weights = o.op.declared_weights();
-  Selection sel = select_micro_kernels(score, weights, max_kernels);
+  std::vector<uint64_t> layouts;
+  const te::Operator op = o.op.build();
+  for (const schedule::AnySchedule& c : candidates)
+    layouts.push_back(lower::packed_layout_id(lower::lower(op, c)));
+  Selection sel = select_micro_kernels(score, weights, max_kernels, layouts, o.max_weight_layouts);
   runtime::ModuleSpec m;
   m.op = o.op;
   m.isa = codegen::host_target().isa;
@@ -158,8 +163,16 @@ runtime::ModuleSpec build_module(const TuneOptions& o, const PredictAt& predict,
     }
   }
   m.dispatch = build_dispatch_tree(tree_shapes, labels);
-  notes.push_back(fmt::format("selected {} kernels (top-{} cover), dispatch tree depth {}",
-                              m.kernels.size(), sel.top_k, m.dispatch.depth()));
+  std::vector<uint64_t> kept;
+  for (int k : sel.kernels)
+    if (layouts[k] != 0 && std::find(kept.begin(), kept.end(), layouts[k]) == kept.end())
+      kept.push_back(layouts[k]);
+  notes.push_back(fmt::format("selected {} kernels (top-{} cover), dispatch tree depth {}{}",
+                              m.kernels.size(), sel.top_k, m.dispatch.depth(),
+                              kept.empty()
+                                  ? ""
+                                  : fmt::format(", weights packed in {} layout{}", kept.size(),
+                                                kept.size() == 1 ? "" : "s")));
   return m;
 }
 

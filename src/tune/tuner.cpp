@@ -347,7 +347,11 @@ TuneReport tune_per_shape(const TuneOptions& o, RecordFile& records,
     if (r.origin == Origin::PerShape) all.push_back(r);
   model.fit(clean_records(all, warm));
   PredictAt predict = predictor(model);
-  report.module = build_module(o, predict, any(winners),
+  // Each tuned shape keeps its winner whatever layout it packs the weights in: the
+  // baseline tunes every shape alone, as Ansor tunes one task.
+  TuneOptions each_its_own = o;
+  each_its_own.max_weight_layouts = 0;
+  report.module = build_module(each_its_own, predict, any(winners),
                                candidate_scores(o.op, predict, any(winners), ok_records(all)),
                                int(winners.size()), report.notes);
   return report;

@@ -35,6 +35,9 @@ struct TuneOptions {
   std::string records_path;     // required; resumed when it exists
   std::string warm_start_path;  // records of another run/machine: cost-model data only
   int max_kernels = 8;          // most micro-kernels a module selects
+  // Most packed layouts of the constant weights a module's kernels may read: the module
+  // keeps one packed copy of the weights per layout (0: no limit).
+  int max_weight_layouts = 1;
   SearchParams search;
   FinalistParams finalists;  // joint: the side-by-side re-measurement before selection
   MeasureOptions measure;    // threads and worker path are filled in by tune()

@@ -82,6 +82,59 @@ TEST(Select, SwapsRaiseTheGeomeanWhereTheCoverFilledEverySlot) {
   }
 }
 
+// Kernels 0 and 3 pack the weights in layout 10, kernel 1 in 20, kernel 2 in 30; kernel 4
+// reads them as given. Shape 0's best is kernel 1, shape 1's kernel 2, shapes 2 and 3's
+// kernel 0; kernel 4 is far ahead on shape 4.
+std::vector<std::vector<double>> layered_scores() {
+  return {{8, 10, 5, 7, 1}, {9, 5, 10, 8, 1}, {10, 5, 5, 9, 1}, {10, 5, 5, 9, 1}, {5, 1, 1, 5, 10}};
+}
+const std::vector<uint64_t> kLayouts = {10, 20, 30, 10, 0};
+
+std::vector<uint64_t> layouts_of(const Selection& s) {
+  std::vector<uint64_t> out;
+  for (int k : s.kernels)
+    if (kLayouts[k] != 0 && std::find(out.begin(), out.end(), kLayouts[k]) == out.end())
+      out.push_back(kLayouts[k]);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(Select, KernelsSpanNoMoreWeightLayoutsThanAllowed) {
+  const std::vector<std::vector<double>> score = layered_scores();
+  const std::vector<double> weights(score.size(), 1.0);
+  // No limit: each shape on its best, three packed copies of the weights.
+  Selection free = select_micro_kernels(score, weights, 8);
+  EXPECT_EQ(layouts_of(free), (std::vector<uint64_t>{10, 20, 30}));
+  EXPECT_EQ(layouts_of(select_micro_kernels(score, weights, 8, kLayouts, 0)), layouts_of(free));
+  // One layout: 10, whose kernels come closest to every shape's best (0.8, 0.9, 1, 1 on
+  // shapes 0-3); the kernel without packed weights stays selectable.
+  Selection one = select_micro_kernels(score, weights, 8, kLayouts, 1);
+  EXPECT_EQ(layouts_of(one), std::vector<uint64_t>{10});
+  EXPECT_EQ(one.kernels[one.assignment[4]], 4);
+  EXPECT_EQ(one.kernels[one.assignment[2]], 0);
+  // Two: 10 and 20 (shape 0 gains 25% from layout 20, shape 1 11% from 30).
+  Selection two = select_micro_kernels(score, weights, 8, kLayouts, 2);
+  EXPECT_EQ(layouts_of(two), (std::vector<uint64_t>{10, 20}));
+  EXPECT_EQ(two.kernels[two.assignment[0]], 1);
+  EXPECT_EQ(two.kernels[two.assignment[1]], 0);
+  // Every assignment points into the selection, and the columns are the caller's.
+  for (const Selection* s : {&one, &two})
+    for (size_t m = 0; m < score.size(); ++m) {
+      ASSERT_GE(s->assignment[m], 0);
+      ASSERT_LT(s->assignment[m], int(s->kernels.size()));
+    }
+}
+
+TEST(Select, AWeightedShapeDecidesWhichLayoutIsKept) {
+  // With shape 1 weighing forty times the others, layout 30 (its best) is kept over 10:
+  // shape 1 at 0.9 of its best costs 40 log 0.9 = -4.2 against 3 log 0.5 = -2.1.
+  std::vector<double> weights(5, 1.0);
+  weights[1] = 40;
+  Selection s = select_micro_kernels(layered_scores(), weights, 8, kLayouts, 1);
+  EXPECT_EQ(layouts_of(s), std::vector<uint64_t>{30});
+  EXPECT_EQ(s.kernels[s.assignment[1]], 2);
+}
+
 TEST(Select, NothingMeasuredIsAClearError) {
   EXPECT_USER_ERROR(select_micro_kernels({}, {}, 4), "no measured micro-kernel");
 }

@@ -3,16 +3,20 @@
 // the per-shape baseline.
 #include "tune/tuner.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "reference/reference.h"
 #include "runtime/module.h"
 #include "support/error.h"
 #include "test_support.h"
+#include "tune/trials.h"
 #include "tune_support.h"
 
 namespace dietcode::tune {
@@ -30,7 +34,9 @@ class TunerTest : public testing::ScratchDirTest {
 };
 
 TEST_F(TunerTest, JointModuleIsCorrectForEveryShape) {
-  TuneReport r = tune(options(48));
+  const TuneOptions o = options(48);
+  ASSERT_EQ(o.max_weight_layouts, 1);
+  TuneReport r = tune(o);
   EXPECT_EQ(r.trials_total, 48);
   EXPECT_EQ(r.trials_this_run, 48);
   ASSERT_FALSE(r.module.kernels.empty());
@@ -50,6 +56,13 @@ TEST_F(TunerTest, JointModuleIsCorrectForEveryShape) {
     EXPECT_EQ(k, r.module.dispatch.select({M})) << "compiled vs interpreted tree, M=" << M;
     EXPECT_LT(testing::module_error(m, M, rng), 1e-5) << "M=" << M << " kernel " << k;
   }
+  // The weights packed in one layout: one copy, whichever kernel a shape runs.
+  std::vector<float> w(o.op.n * o.op.k, 1.0f);
+  runtime::PackedWeights packed = m.prepack({1}, {w.data(), int64_t(w.size())});
+  std::set<const runtime::AlignedBuffer*> copies;
+  for (const auto& p : packed.per_kernel)
+    if (p) copies.insert(p.get());
+  EXPECT_LE(copies.size(), 1u);
   // The module file says where it came from.
   EXPECT_EQ(r.module.provenance["mode"], "joint");
   EXPECT_EQ(r.module.provenance["trials"], 48);
@@ -128,6 +141,53 @@ TEST_F(TunerTest, PerShapeBaselineTunesEachShapeAlone) {
   std::mt19937_64 rng(3);
   for (int64_t M : {1, 5, 6, 24, 77})
     EXPECT_LT(testing::module_error(m, M, rng), 1e-5) << "M=" << M;
+}
+
+// The module keeps its weights in no more packed layouts than allowed. Four candidates,
+// each measured best on one shape: vector panels with tiles 2 and 3 vectors wide (one
+// layout: vector panels do not depend on the tile's width), tile panels 2 and 3 vectors
+// wide (a layout each). The runtime's packed copies are the layouts the selection counted.
+TEST(BuildModule, KeepsTheWeightsInNoMoreLayoutsThanAllowed) {
+  const schedule::Isa isa = codegen::host_target().isa;
+  const int64_t v = schedule::vector_isa(isa).width;
+  TuneOptions o;
+  o.op = testing::small_dense_spec();
+  o.op.m_max = 4;
+  std::vector<schedule::AnySchedule> candidates;
+  for (schedule::BPanel panel : {schedule::BPanel::Vector, schedule::BPanel::Tile})
+    for (int64_t vectors : {2, 3}) {
+      schedule::MicroKernelSchedule s = testing::prepacked_kernel(2);
+      s.nr = vectors * v;
+      s.nc = 6 * v;
+      s.b_panel = panel;
+      candidates.push_back(s);
+    }
+  const std::vector<std::vector<double>> score = {
+      {10, 9, 8, 8}, {9, 10, 8, 8}, {8, 8, 10, 9}, {8, 8, 9, 10}};
+  PredictAt predict = [](const std::vector<schedule::AnySchedule>& k,
+                         const std::vector<std::vector<int64_t>>& shapes) {
+    return std::vector<std::vector<double>>(k.size(), std::vector<double>(shapes.size(), 1.0));
+  };
+  for (int budget : {0, 1, 2, 3}) {
+    o.max_weight_layouts = budget;
+    std::vector<std::string> notes;
+    runtime::ModuleSpec spec = build_module(o, predict, candidates, score, 8, notes);
+    runtime::Module m = runtime::Module::compile(spec);
+    std::vector<float> w(o.op.n * o.op.k, 1.0f);
+    runtime::PackedWeights packed = m.prepack({1}, {w.data(), int64_t(w.size())});
+    std::set<const runtime::AlignedBuffer*> copies;
+    for (const auto& p : packed.per_kernel)
+      if (p) copies.insert(p.get());
+    const size_t expected = budget == 0 ? 3 : std::min(budget, 3);
+    EXPECT_EQ(copies.size(), expected) << "budget " << budget;
+    ASSERT_FALSE(notes.empty());
+    EXPECT_NE(notes.back().find(fmt::format("weights packed in {} layout", expected)),
+              std::string::npos)
+        << notes.back();
+    std::mt19937_64 rng(11);
+    for (int64_t M : {1, 2, 3, 4, 7})
+      EXPECT_LT(testing::module_error(m, M, rng), 1e-5) << "budget " << budget << ", M=" << M;
+  }
 }
 
 TEST_F(TunerTest, BadOptionsAreClearErrors) {

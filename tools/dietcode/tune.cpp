@@ -85,6 +85,10 @@ void register_tune(CLI::App& app, Action& action) {
                   "records of another run or machine, used to train the cost model only");
   cmd->add_option("--max-kernels", o->options.tune.max_kernels, "most micro-kernels in a module")
       ->capture_default_str();
+  cmd->add_option("--weight-layouts", o->options.tune.max_weight_layouts,
+                  "most packed layouts of the constant weights a module keeps, each a copy of "
+                  "the weights in memory (0: no limit)")
+      ->capture_default_str();
   cmd->add_flag("--cold-weights", o->options.tune.measure.cold_weights,
                 "measure with the weights flushed from the caches before each call, as a model's "
                 "layers run (the default of the bert-base preset)");
