@@ -37,7 +37,7 @@ struct TuneOptions {
   int max_kernels = 8;          // most micro-kernels a module selects
   // Most packed layouts of the constant weights a module's kernels may read: the module
   // keeps one packed copy of the weights per layout (0: no limit).
-  int max_weight_layouts = 1;
+  int max_weight_layouts = 2;
   SearchParams search;
   FinalistParams finalists;  // joint: the side-by-side re-measurement before selection
   MeasureOptions measure;    // threads and worker path are filled in by tune()

@@ -35,7 +35,7 @@ class TunerTest : public testing::ScratchDirTest {
 
 TEST_F(TunerTest, JointModuleIsCorrectForEveryShape) {
   const TuneOptions o = options(48);
-  ASSERT_EQ(o.max_weight_layouts, 1);
+  ASSERT_EQ(o.max_weight_layouts, 2);
   TuneReport r = tune(o);
   EXPECT_EQ(r.trials_total, 48);
   EXPECT_EQ(r.trials_this_run, 48);
@@ -56,13 +56,13 @@ TEST_F(TunerTest, JointModuleIsCorrectForEveryShape) {
     EXPECT_EQ(k, r.module.dispatch.select({M})) << "compiled vs interpreted tree, M=" << M;
     EXPECT_LT(testing::module_error(m, M, rng), 1e-5) << "M=" << M << " kernel " << k;
   }
-  // The weights packed in one layout: one copy, whichever kernel a shape runs.
+  // The weights packed in at most two layouts: two copies, whichever kernel a shape runs.
   std::vector<float> w(o.op.n * o.op.k, 1.0f);
   runtime::PackedWeights packed = m.prepack({1}, {w.data(), int64_t(w.size())});
   std::set<const runtime::AlignedBuffer*> copies;
   for (const auto& p : packed.per_kernel)
     if (p) copies.insert(p.get());
-  EXPECT_LE(copies.size(), 1u);
+  EXPECT_LE(copies.size(), 2u);
   // The module file says where it came from.
   EXPECT_EQ(r.module.provenance["mode"], "joint");
   EXPECT_EQ(r.module.provenance["trials"], 48);
