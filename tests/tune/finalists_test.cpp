@@ -577,8 +577,9 @@ TEST(Seeds, TileHeightsWhoseWidestTileUsesTheMultiplyAddRateComeFirst) {
 TEST(Seeds, AFewRowsOfWarmConstantBReadItFromTilePanelsFirst) {
   // Weights in cache, all of M in one row of tiles (M = 1..14 on AVX-512): first the deep
   // seed's tile reading B from tile-wide panels at most 4 and 6 vectors wide
-  // (kTilePanelVectors), the rest of the schedule unchanged, then the deep seed in vector
-  // panels. Several rows of tiles and cold weights get none.
+  // (kTilePanelVectors), split over n in one block of columns per thread, the rest of the
+  // schedule unchanged, then the deep seed in vector panels. Several rows of tiles and cold
+  // weights get none.
   te::Operator op = ops::dense(1, 128, 2304, 768);
   const schedule::VectorIsa& vec = schedule::vector_isa(schedule::Isa::Avx512);
   for (int threads : {1, 2}) {
@@ -611,6 +612,11 @@ TEST(Seeds, AFewRowsOfWarmConstantBReadItFromTilePanelsFirst) {
         back.nc = deep.nc;
         EXPECT_EQ(back, deep) << "M=" << m << ": " << schedule::to_json_text(tiled[i]);
         EXPECT_EQ(tiled[i].nc % tiled[i].nr, 0) << "M=" << m;
+        // Split over n, one block of columns per thread (B is read once: no L2 cap).
+        if (tiled[i].parallel == schedule::ParallelAxis::N)
+          EXPECT_EQ(tiled[i].nc, (2304 / threads + tiled[i].nr - 1) / tiled[i].nr * tiled[i].nr)
+              << "M=" << m << ": " << schedule::to_json_text(tiled[i]);
+        EXPECT_EQ(tiled[i].parallel == schedule::ParallelAxis::N, threads > 1) << "M=" << m;
       }
       for (const schedule::MicroKernelSchedule& s : cold.seeds_for(cold.extents()[m - 1]))
         EXPECT_EQ(s.b_panel, schedule::BPanel::Vector) << "M=" << m << " (cold weights)";
