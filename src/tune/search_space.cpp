@@ -459,9 +459,12 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
             // Split over n, each thread one block of columns: with no B reused, the L2 cap
             // on nc buys nothing, and one contiguous range per thread streams fastest (the
             // two-thread sweep's winners at M = 1..7 of the 2304 x 768 layer all took nc =
-            // N / 2; the same 6 x 64 tile at nc = 128 ran 3-10% slower, stop 52).
-            if (tile_panel.parallel == ParallelAxis::N)
-              tile_panel.nc = round_up(ceil_div(e.n, threads_), tile_panel.nr);
+            // N / 2; the same 6 x 64 tile at nc = 128 ran 4-10% slower, stop 52).
+            if (tile_panel.parallel == ParallelAxis::N) {
+              MicroKernelSchedule split = tile_panel;
+              split.nc = round_up(ceil_div(e.n, threads_), split.nr);
+              if (valid(split)) tile_panel = split;
+            }
             if (valid(tile_panel) && std::find(out.begin(), out.end(), tile_panel) == out.end())
               at = out.insert(at, tile_panel) + 1;
           }

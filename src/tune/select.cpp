@@ -18,6 +18,24 @@ constexpr double kFillGain = 0.03;
 
 // A layout budget chooses among this many layouts, the best on their own (2^12 subsets).
 constexpr size_t kLayoutPool = 12;
+static_assert(kLayoutPool < 32, "subsets of the pool are bits of a uint32_t");
+
+// Each row divided by its best: 1 for a shape's best kernel.
+std::vector<std::vector<double>> normalized(std::vector<std::vector<double>> score) {
+  for (std::vector<double>& row : score) {
+    const double best = *std::max_element(row.begin(), row.end());
+    for (double& x : row) x = best > 0 ? x / best : 0.0;
+  }
+  return score;
+}
+
+// The weighted sum over the shapes of log(best[s]): the log of the weighted geomean the
+// tables report, with best[s] a shape's best normalized score among some kernels.
+double weighted_log_sum(const std::vector<double>& best, const std::vector<double>& weights) {
+  double sum = 0;
+  for (size_t s = 0; s < best.size(); ++s) sum += weights[s] * std::log(std::max(best[s], 1e-6));
+  return sum;
+}
 
 // One greedy cover at a given k; returns the chosen kernel indices.
 std::vector<int> greedy_cover(const std::vector<std::vector<double>>& norm,
@@ -99,13 +117,10 @@ void improve_by_swaps(const std::vector<std::vector<double>>& norm,
                       const std::vector<double>& weights, std::vector<int>& chosen) {
   const size_t shapes = norm.size(), kernels = norm[0].size();
   auto objective = [&](const std::vector<int>& set) {
-    double sum = 0;
-    for (size_t s = 0; s < shapes; ++s) {
-      double best = 0;
-      for (int j : set) best = std::max(best, norm[s][j]);
-      sum += weights[s] * std::log(std::max(best, 1e-6));
-    }
-    return sum;
+    std::vector<double> best(shapes, 0.0);
+    for (size_t s = 0; s < shapes; ++s)
+      for (int j : set) best[s] = std::max(best[s], norm[s][j]);
+    return weighted_log_sum(best, weights);
   };
   for (size_t round = 0; round < 2 * chosen.size(); ++round) {
     // Which left-out kernels make some shape kFillGain faster than the chosen ones.
@@ -165,25 +180,24 @@ std::vector<int> columns_within_layout_budget(const std::vector<std::vector<doub
   const int packed = int(ids.size()) - 1;
   if (packed <= max_layouts) return all;
   auto objective = [&](const std::vector<int>& kept) {
-    double sum = 0;
-    for (size_t s = 0; s < shapes; ++s) {
-      double b = best[0][s];
-      for (int u : kept) b = std::max(b, best[u][s]);
-      sum += weights[s] * std::log(std::max(b, 1e-6));
-    }
-    return sum;
+    std::vector<double> b = best[0];
+    for (size_t s = 0; s < shapes; ++s)
+      for (int u : kept) b[s] = std::max(b[s], best[u][s]);
+    return weighted_log_sum(b, weights);
   };
-  // Every choice of max_layouts among the kLayoutPool best layouts on their own.
+  // Every choice of max_layouts among the kLayoutPool best layouts on their own (ties in
+  // the order the kernels came).
   std::vector<int> pool(packed);
   std::iota(pool.begin(), pool.end(), 1);
   std::vector<double> alone(ids.size());
   for (int u : pool) alone[u] = objective({u});
-  std::sort(pool.begin(), pool.end(), [&](int a, int b) { return alone[a] > alone[b]; });
+  std::stable_sort(pool.begin(), pool.end(), [&](int a, int b) { return alone[a] > alone[b]; });
   pool.resize(std::min<size_t>(pool.size(), kLayoutPool));
+  const int choose = std::min<int>(max_layouts, int(pool.size()));
   std::vector<int> kept_best;
   double value_best = -std::numeric_limits<double>::infinity();
   for (uint32_t mask = 1; mask < (1u << pool.size()); ++mask) {
-    if (std::popcount(mask) != std::min<int>(max_layouts, int(pool.size()))) continue;
+    if (std::popcount(mask) != choose) continue;
     std::vector<int> kept;
     for (size_t i = 0; i < pool.size(); ++i)
       if (mask & (1u << i)) kept.push_back(pool[i]);
@@ -193,6 +207,8 @@ std::vector<int> columns_within_layout_budget(const std::vector<std::vector<doub
       kept_best = kept;
     }
   }
+  DC_INTERNAL_CHECK(!kept_best.empty(), "no choice of {} of {} layouts scored", choose,
+                    pool.size());
   std::vector<int> out;
   for (size_t j = 0; j < kernels; ++j) {
     size_t u = std::find(ids.begin(), ids.end(), layouts[j]) - ids.begin();
@@ -204,30 +220,20 @@ std::vector<int> columns_within_layout_budget(const std::vector<std::vector<doub
 
 }  // namespace
 
-Selection select_micro_kernels(const std::vector<std::vector<double>>& score_all,
+Selection select_micro_kernels(const std::vector<std::vector<double>>& score,
                                const std::vector<double>& weights, int max_kernels,
                                const std::vector<uint64_t>& layouts, int max_layouts) {
-  if (score_all.empty() || score_all[0].empty())
+  if (score.empty() || score[0].empty())
     user_error("selection: no measured micro-kernel to select from (every trial failed?)");
   // The cover runs on the columns the layout budget keeps; `columns` maps them back.
-  std::vector<int> columns;
-  {
-    std::vector<std::vector<double>> norm = score_all;
-    for (auto& row : norm) {
-      double best = *std::max_element(row.begin(), row.end());
-      for (double& x : row) x = best > 0 ? x / best : 0.0;
-    }
-    columns = columns_within_layout_budget(norm, weights, layouts, max_layouts);
-  }
-  std::vector<std::vector<double>> score(score_all.size());
-  for (size_t s = 0; s < score_all.size(); ++s)
-    for (int j : columns) score[s].push_back(score_all[s][j]);
-  size_t shapes = score.size(), kernels = score[0].size();
-  std::vector<std::vector<double>> norm = score;
-  for (size_t s = 0; s < shapes; ++s) {
-    double best = *std::max_element(score[s].begin(), score[s].end());
-    for (size_t j = 0; j < kernels; ++j) norm[s][j] = best > 0 ? score[s][j] / best : 0.0;
-  }
+  const std::vector<int> columns =
+      columns_within_layout_budget(normalized(score), weights, layouts, max_layouts);
+  DC_INTERNAL_CHECK(!columns.empty(), "the layout budget kept no kernel");
+  std::vector<std::vector<double>> kept(score.size());
+  for (size_t s = 0; s < score.size(); ++s)
+    for (int j : columns) kept[s].push_back(score[s][j]);
+  const size_t shapes = kept.size(), kernels = kept[0].size();
+  const std::vector<std::vector<double>> norm = normalized(kept);
   Selection out;
   for (int k = 1;; k = std::max(k + 1, k * 3 / 2)) {
     out.kernels = greedy_cover(norm, weights, k);
@@ -240,7 +246,7 @@ Selection select_micro_kernels(const std::vector<std::vector<double>>& score_all
   for (size_t s = 0; s < shapes; ++s) {
     int best = 0;
     for (size_t c = 1; c < out.kernels.size(); ++c)
-      if (score[s][out.kernels[c]] > score[s][out.kernels[best]]) best = int(c);
+      if (kept[s][out.kernels[c]] > kept[s][out.kernels[best]]) best = int(c);
     out.assignment[s] = best;
   }
   // Drop kernels no shape ended up assigned to.

@@ -29,9 +29,10 @@ struct Selection {
 // Packed weights: layouts[j] identifies the layout kernel j packs the operator's constant
 // weights in (lower::packed_layout_id; 0: it reads them as given). A module keeps one
 // packed copy of the weights per distinct layout, so with max_layouts > 0 the kernels
-// selected span at most that many nonzero ids: the layouts kept are those whose best
-// kernels give the highest weighted sum of log(score / best) over the shapes, and the
-// cover above runs on their kernels alone. Empty `layouts`, or max_layouts <= 0: no limit.
+// selected span at most that many nonzero ids: the layouts kept are the choice, among the
+// 12 layouts best on their own, whose best kernels give the highest weighted sum of
+// log(score / best) over the shapes (at most 12 kept, whatever max_layouts), and the cover
+// above runs on their kernels alone. Empty `layouts`, or max_layouts <= 0: no limit.
 Selection select_micro_kernels(const std::vector<std::vector<double>>& score,
                                const std::vector<double>& weights, int max_kernels,
                                const std::vector<uint64_t>& layouts = {}, int max_layouts = 0);

@@ -133,16 +133,44 @@ std::vector<std::vector<double>> candidate_scores(
   return score;
 }
 
+uint64_t LayoutIds::operator()(const schedule::AnySchedule& s) {
+  auto [at, added] = ids_.try_emplace(s, 0);
+  if (added) at->second = lower::packed_layout_id(lower::lower(op_, s));
+  return at->second;
+}
+
+std::vector<uint64_t> LayoutIds::operator()(const std::vector<schedule::AnySchedule>& kernels) {
+  std::vector<uint64_t> out;
+  for (const schedule::AnySchedule& k : kernels) out.push_back((*this)(k));
+  return out;
+}
+
+std::vector<bool> within_layout_budget(const TuneOptions& o, LayoutIds& layout_of,
+                                       const std::vector<schedule::AnySchedule>& selected,
+                                       const std::vector<schedule::AnySchedule>& kernels) {
+  std::vector<uint64_t> read;
+  for (const schedule::AnySchedule& k : selected)
+    if (const uint64_t id = layout_of(k);
+        id != 0 && std::find(read.begin(), read.end(), id) == read.end())
+      read.push_back(id);
+  const bool room = o.max_weight_layouts <= 0 || int(read.size()) < o.max_weight_layouts;
+  std::vector<bool> out;
+  for (const schedule::AnySchedule& k : kernels) {
+    const uint64_t id = room ? 0 : layout_of(k);
+    out.push_back(id == 0 || std::find(read.begin(), read.end(), id) != read.end());
+  }
+  return out;
+}
+
 runtime::ModuleSpec build_module(const TuneOptions& o, const PredictAt& predict,
                                  const std::vector<schedule::AnySchedule>& candidates,
                                  const std::vector<std::vector<double>>& score, int max_kernels,
-                                 std::vector<std::string>& notes) {
+                                 std::vector<std::string>& notes, LayoutIds* layout_of) {
   std::vector<std::vector<int64_t>> declared = o.op.declared_shapes();
   std::vector<double> weights = o.op.declared_weights();
-  std::vector<uint64_t> layouts;
-  const te::Operator op = o.op.build();
-  for (const schedule::AnySchedule& c : candidates)
-    layouts.push_back(lower::packed_layout_id(lower::lower(op, c)));
+  std::optional<LayoutIds> own;
+  if (!layout_of) layout_of = &own.emplace(o.op.build());
+  const std::vector<uint64_t> layouts = (*layout_of)(candidates);
   Selection sel = select_micro_kernels(score, weights, max_kernels, layouts, o.max_weight_layouts);
   runtime::ModuleSpec m;
   m.op = o.op;
@@ -178,6 +206,21 @@ runtime::ModuleSpec build_module(const TuneOptions& o, const PredictAt& predict,
 
 namespace {
 
+// `f` with only the kernels `keep` marks.
+FinalScores only_kernels(const FinalScores& f, const std::vector<bool>& keep) {
+  FinalScores out;
+  out.measured = f.measured;
+  out.score.resize(f.score.size());
+  if (!f.disturbed.empty()) out.disturbed.resize(f.disturbed.size());
+  for (size_t k = 0; k < f.kernels.size(); ++k) {
+    if (!keep[k]) continue;
+    out.kernels.push_back(f.kernels[k]);
+    for (size_t s = 0; s < f.score.size(); ++s) out.score[s].push_back(f.score[s][k]);
+    for (size_t s = 0; s < out.disturbed.size(); ++s) out.disturbed[s].push_back(f.disturbed[s][k]);
+  }
+  return out;
+}
+
 // Measures each window not yet in the records side by side, appending its results as
 // `origin`, and says so on stderr as `what` (unless quiet); returns how many were
 // measured and how long it took.
@@ -210,9 +253,11 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
                                        const std::vector<std::vector<double>>& score,
                                        std::vector<std::string>& notes) {
   std::vector<std::vector<int64_t>> shapes = o.op.declared_shapes();
+  LayoutIds layout_of(o.op.build());
   std::vector<FinalistWindow> windows = plan_finalists(
       shapes, candidates, score, o.finalists, measured_best(shapes, candidates, records.records()));
-  if (windows.empty()) return build_module(o, predict, candidates, score, o.max_kernels, notes);
+  if (windows.empty())
+    return build_module(o, predict, candidates, score, o.max_kernels, notes, &layout_of);
   auto [measured_now, seconds] =
       measure_windows(o, records, measurer, windows, Origin::Final, "finalists");
   FinalScores finals =
@@ -223,15 +268,18 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
       "{} paired numbers decide)",
       finals.kernels.size(), windows.size(), measured_now, seconds, finals.measured));
   runtime::ModuleSpec first =
-      build_module(o, predict, finals.kernels, finals.score, o.max_kernels, notes);
+      build_module(o, predict, finals.kernels, finals.score, o.max_kernels, notes, &layout_of);
   if (first.kernels.size() < 2 || !o.finalists.crosscheck) return first;
   // The crosscheck (tune/finalists.h): the selected kernels and the first challengers side
   // by side on each shape of the finals, the other challengers with them where the finals
-  // measured them, then the selection and the dispatch decided again.
+  // measured them, then the selection and the dispatch decided again. The challengers are
+  // finalists the budget of weight layouts lets the selection take beside its kernels: a
+  // kernel in a layout it cannot keep would take a challenger's place for nothing.
   std::vector<schedule::AnySchedule> pool = first.kernels;
-  const std::vector<schedule::AnySchedule> challengers =
-      crosscheck_challengers(shapes, windows, finals, first.kernels,
-                             o.finalists.challengers + o.finalists.local_challengers);
+  const std::vector<schedule::AnySchedule> challengers = crosscheck_challengers(
+      shapes, windows,
+      only_kernels(finals, within_layout_budget(o, layout_of, first.kernels, finals.kernels)),
+      first.kernels, o.finalists.challengers + o.finalists.local_challengers);
   pool.insert(pool.end(), challengers.begin(), challengers.end());
   const std::vector<FinalistWindow> cross =
       plan_crosscheck(windows, first.kernels, challengers, o.finalists.challengers);
@@ -247,7 +295,7 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
       first.kernels.size(), everywhere, cross.size(), challengers.size() - everywhere, checked_now,
       check_seconds));
   runtime::ModuleSpec second =
-      build_module(o, predict, checked.kernels, checked.score, o.max_kernels, notes);
+      build_module(o, predict, checked.kernels, checked.score, o.max_kernels, notes, &layout_of);
   // The dispatch check (tune/finalists.h): the shapes between the finals' samples, each
   // on the few selected kernels that score best there, side by side; then decided the
   // last time from every paired number.
@@ -269,8 +317,10 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
                            std::get<schedule::MicroKernelSchedule>(b), (*extents)[s]);
     };
   }
-  const std::vector<std::optional<schedule::AnySchedule>> challenged = dispatch_challengers(
+  std::vector<std::optional<schedule::AnySchedule>> challenged = dispatch_challengers(
       shapes, candidates, records.records(), second.kernels, second_score, same_at);
+  for (std::optional<schedule::AnySchedule>& c : challenged)
+    if (c && !within_layout_budget(o, layout_of, second.kernels, {*c}).front()) c.reset();
   const std::vector<FinalistWindow> between = plan_dispatch_check(
       shapes, second.kernels, second_score, sampled, o.finalists.dispatch_check, challenged);
   if (between.empty()) return second;
@@ -296,7 +346,7 @@ runtime::ModuleSpec select_with_finals(const TuneOptions& o, RecordFile& records
       "with {} challengers on {} of them ({} measured in this run, {:.1f} s)",
       o.finalists.dispatch_check, second.kernels.size(), between.size(), paired.size(),
       challenged_shapes, between_now, between_seconds));
-  return build_module(o, predict, last.kernels, last.score, o.max_kernels, notes);
+  return build_module(o, predict, last.kernels, last.score, o.max_kernels, notes, &layout_of);
 }
 
 }  // namespace dietcode::tune

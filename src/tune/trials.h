@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/module.h"
@@ -67,12 +68,33 @@ std::vector<std::vector<double>> candidate_scores(
     const std::vector<schedule::AnySchedule>& candidates,
     const std::vector<const TuningRecord*>& records);
 
+// The layout each schedule of an operator packs its constant weights in
+// (lower::packed_layout_id: 0 where it reads them as given), each schedule lowered once.
+class LayoutIds {
+ public:
+  explicit LayoutIds(te::Operator op) : op_(std::move(op)) {}
+  uint64_t operator()(const schedule::AnySchedule& s);
+  std::vector<uint64_t> operator()(const std::vector<schedule::AnySchedule>& kernels);
+
+ private:
+  te::Operator op_;
+  std::unordered_map<schedule::AnySchedule, uint64_t, schedule::AnyScheduleHash> ids_;
+};
+
+// Which of `kernels` a selection may take beside `selected` under the options' budget of
+// weight layouts (TuneOptions::max_weight_layouts): those that read the weights as given
+// or in a layout `selected` reads, and any while `selected` reads fewer than allowed.
+std::vector<bool> within_layout_budget(const TuneOptions& o, LayoutIds& layout_of,
+                                       const std::vector<schedule::AnySchedule>& selected,
+                                       const std::vector<schedule::AnySchedule>& kernels);
+
 // A module from candidate kernels and their score on every declared shape: the greedy
-// cover; the tree (outside the declared range, by the predictions).
+// cover within the budget of weight layouts; the tree (outside the declared range, by the
+// predictions). `layout_of`: a cache of the candidates' layouts (a fresh one when null).
 runtime::ModuleSpec build_module(const TuneOptions& o, const PredictAt& predict,
                                  const std::vector<schedule::AnySchedule>& candidates,
                                  const std::vector<std::vector<double>>& score, int max_kernels,
-                                 std::vector<std::string>& notes);
+                                 std::vector<std::string>& notes, LayoutIds* layout_of = nullptr);
 
 // The last step of a joint run: finalists planned from `score` (o.finalists), each
 // window not yet in the records measured side by side and appended as Origin::Final,

@@ -372,6 +372,9 @@ TuneReport tune(const TuneOptions& o) {
   if (o.records_path.empty()) user_error("--records: a records file is required");
   if (o.threads < 1) user_error("--threads {}: expected >= 1", o.threads);
   if (!o.per_shape && o.trials < 1) user_error("--trials {}: expected >= 1", o.trials);
+  if (o.max_kernels < 1) user_error("--max-kernels {}: expected >= 1", o.max_kernels);
+  if (o.max_weight_layouts < 0)
+    user_error("--weight-layouts {}: expected >= 0 (0: no limit)", o.max_weight_layouts);
   if (o.per_shape && o.trials_per_shape < 1)
     user_error("--trials-per-shape {}: expected >= 1", o.trials_per_shape);
   for (int64_t m : o.per_shape_m)

@@ -614,7 +614,7 @@ TEST(Seeds, AFewRowsOfWarmConstantBReadItFromTilePanelsFirst) {
         EXPECT_EQ(tiled[i].nc % tiled[i].nr, 0) << "M=" << m;
         // Split over n, one block of columns per thread (B is read once: no L2 cap).
         if (tiled[i].parallel == schedule::ParallelAxis::N)
-          EXPECT_EQ(tiled[i].nc, (2304 / threads + tiled[i].nr - 1) / tiled[i].nr * tiled[i].nr)
+          EXPECT_EQ((2304 + tiled[i].nc - 1) / tiled[i].nc, threads)
               << "M=" << m << ": " << schedule::to_json_text(tiled[i]);
         EXPECT_EQ(tiled[i].parallel == schedule::ParallelAxis::N, threads > 1) << "M=" << m;
       }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "test_support.h"
 
@@ -88,13 +89,16 @@ TEST(Select, SwapsRaiseTheGeomeanWhereTheCoverFilledEverySlot) {
 std::vector<std::vector<double>> layered_scores() {
   return {{8, 10, 5, 7, 1}, {9, 5, 10, 8, 1}, {10, 5, 5, 9, 1}, {10, 5, 5, 9, 1}, {5, 1, 1, 5, 10}};
 }
-const std::vector<uint64_t> kLayouts = {10, 20, 30, 10, 0};
+std::vector<uint64_t> layered_layouts() {
+  return {10, 20, 30, 10, 0};
+}
 
 std::vector<uint64_t> layouts_of(const Selection& s) {
+  const std::vector<uint64_t> layouts = layered_layouts();
   std::vector<uint64_t> out;
   for (int k : s.kernels)
-    if (kLayouts[k] != 0 && std::find(out.begin(), out.end(), kLayouts[k]) == out.end())
-      out.push_back(kLayouts[k]);
+    if (layouts[k] != 0 && std::find(out.begin(), out.end(), layouts[k]) == out.end())
+      out.push_back(layouts[k]);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -105,15 +109,18 @@ TEST(Select, KernelsSpanNoMoreWeightLayoutsThanAllowed) {
   // No limit: each shape on its best, three packed copies of the weights.
   Selection free = select_micro_kernels(score, weights, 8);
   EXPECT_EQ(layouts_of(free), (std::vector<uint64_t>{10, 20, 30}));
-  EXPECT_EQ(layouts_of(select_micro_kernels(score, weights, 8, kLayouts, 0)), layouts_of(free));
+  EXPECT_EQ(layouts_of(select_micro_kernels(score, weights, 8, layered_layouts(), 0)),
+            layouts_of(free));
+  EXPECT_EQ(layouts_of(select_micro_kernels(score, weights, 8, layered_layouts(), 3)),
+            layouts_of(free));
   // One layout: 10, whose kernels come closest to every shape's best (0.8, 0.9, 1, 1 on
   // shapes 0-3); the kernel without packed weights stays selectable.
-  Selection one = select_micro_kernels(score, weights, 8, kLayouts, 1);
+  Selection one = select_micro_kernels(score, weights, 8, layered_layouts(), 1);
   EXPECT_EQ(layouts_of(one), std::vector<uint64_t>{10});
   EXPECT_EQ(one.kernels[one.assignment[4]], 4);
   EXPECT_EQ(one.kernels[one.assignment[2]], 0);
   // Two: 10 and 20 (shape 0 gains 25% from layout 20, shape 1 11% from 30).
-  Selection two = select_micro_kernels(score, weights, 8, kLayouts, 2);
+  Selection two = select_micro_kernels(score, weights, 8, layered_layouts(), 2);
   EXPECT_EQ(layouts_of(two), (std::vector<uint64_t>{10, 20}));
   EXPECT_EQ(two.kernels[two.assignment[0]], 1);
   EXPECT_EQ(two.kernels[two.assignment[1]], 0);
@@ -125,12 +132,35 @@ TEST(Select, KernelsSpanNoMoreWeightLayoutsThanAllowed) {
     }
 }
 
+TEST(Select, ALayoutBudgetChoosesAmongTheTwelveBestLayouts) {
+  // Fourteen kernels, each in a layout of its own and best on one shape of its own.
+  const int n = 14;
+  std::vector<std::vector<double>> score(n, std::vector<double>(n, 5.0));
+  std::vector<uint64_t> layouts;
+  for (int j = 0; j < n; ++j) {
+    score[j][j] = 10;
+    layouts.push_back(uint64_t(100 + j));
+  }
+  const std::vector<double> weights(n, 1.0);
+  auto copies = [&](int budget) {
+    Selection s = select_micro_kernels(score, weights, n, layouts, budget);
+    std::set<uint64_t> used;
+    for (int k : s.kernels) used.insert(layouts[k]);
+    return used.size();
+  };
+  EXPECT_EQ(copies(0), size_t(n));    // no limit
+  EXPECT_EQ(copies(n), size_t(n));    // a budget no smaller than the layouts: no limit
+  EXPECT_EQ(copies(13), size_t(12));  // a real limit chooses among the twelve best
+  EXPECT_EQ(copies(2), size_t(2));
+  EXPECT_EQ(copies(1), size_t(1));
+}
+
 TEST(Select, AWeightedShapeDecidesWhichLayoutIsKept) {
   // With shape 1 weighing forty times the others, layout 30 (its best) is kept over 10:
   // shape 1 at 0.9 of its best costs 40 log 0.9 = -4.2 against 3 log 0.5 = -2.1.
   std::vector<double> weights(5, 1.0);
   weights[1] = 40;
-  Selection s = select_micro_kernels(layered_scores(), weights, 8, kLayouts, 1);
+  Selection s = select_micro_kernels(layered_scores(), weights, 8, layered_layouts(), 1);
   EXPECT_EQ(layouts_of(s), std::vector<uint64_t>{30});
   EXPECT_EQ(s.kernels[s.assignment[1]], 2);
 }

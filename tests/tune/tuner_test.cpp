@@ -35,7 +35,6 @@ class TunerTest : public testing::ScratchDirTest {
 
 TEST_F(TunerTest, JointModuleIsCorrectForEveryShape) {
   const TuneOptions o = options(48);
-  ASSERT_EQ(o.max_weight_layouts, 2);
   TuneReport r = tune(o);
   EXPECT_EQ(r.trials_total, 48);
   EXPECT_EQ(r.trials_this_run, 48);
@@ -56,13 +55,13 @@ TEST_F(TunerTest, JointModuleIsCorrectForEveryShape) {
     EXPECT_EQ(k, r.module.dispatch.select({M})) << "compiled vs interpreted tree, M=" << M;
     EXPECT_LT(testing::module_error(m, M, rng), 1e-5) << "M=" << M << " kernel " << k;
   }
-  // The weights packed in at most two layouts: two copies, whichever kernel a shape runs.
+  // The weights packed in no more layouts than allowed, whichever kernel a shape runs.
   std::vector<float> w(o.op.n * o.op.k, 1.0f);
   runtime::PackedWeights packed = m.prepack({1}, {w.data(), int64_t(w.size())});
   std::set<const runtime::AlignedBuffer*> copies;
   for (const auto& p : packed.per_kernel)
     if (p) copies.insert(p.get());
-  EXPECT_LE(copies.size(), 2u);
+  EXPECT_LE(copies.size(), size_t(o.max_weight_layouts));
   // The module file says where it came from.
   EXPECT_EQ(r.module.provenance["mode"], "joint");
   EXPECT_EQ(r.module.provenance["trials"], 48);
@@ -190,6 +189,40 @@ TEST(BuildModule, KeepsTheWeightsInNoMoreLayoutsThanAllowed) {
   }
 }
 
+// Which kernels a selection may still take beside the ones it has, under the budget:
+// vector panels of any width are one layout, tile panels one per width.
+TEST(BuildModule, ChallengersComeFromTheLayoutsTheBudgetLetsItKeep) {
+  const int64_t v = schedule::vector_isa(codegen::host_target().isa).width;
+  TuneOptions o;
+  o.op = testing::small_dense_spec();
+  auto kernel = [&](schedule::BPanel panel, int64_t vectors) -> schedule::AnySchedule {
+    schedule::MicroKernelSchedule s = testing::prepacked_kernel(2);
+    s.nr = vectors * v;
+    s.nc = 6 * v;
+    s.b_panel = panel;
+    return s;
+  };
+  const schedule::AnySchedule vec2 = kernel(schedule::BPanel::Vector, 2),
+                              vec3 = kernel(schedule::BPanel::Vector, 3),
+                              tile2 = kernel(schedule::BPanel::Tile, 2),
+                              tile3 = kernel(schedule::BPanel::Tile, 3);
+  LayoutIds layout_of(o.op.build());
+  EXPECT_EQ(layout_of(vec2), layout_of(vec3));
+  EXPECT_NE(layout_of(vec2), layout_of(tile2));
+  EXPECT_NE(layout_of(tile2), layout_of(tile3));
+  const std::vector<schedule::AnySchedule> all = {vec3, tile2, tile3};
+  o.max_weight_layouts = 1;
+  EXPECT_EQ(within_layout_budget(o, layout_of, {vec2}, all),
+            (std::vector<bool>{true, false, false}));
+  o.max_weight_layouts = 2;  // room for one more layout: any
+  EXPECT_EQ(within_layout_budget(o, layout_of, {vec2}, all), (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(within_layout_budget(o, layout_of, {vec2, tile2}, all),
+            (std::vector<bool>{true, true, false}));
+  o.max_weight_layouts = 0;  // no limit
+  EXPECT_EQ(within_layout_budget(o, layout_of, {vec2, tile2}, all),
+            (std::vector<bool>{true, true, true}));
+}
+
 TEST_F(TunerTest, BadOptionsAreClearErrors) {
   TuneOptions o = options(10);
   o.records_path.clear();
@@ -202,6 +235,12 @@ TEST_F(TunerTest, BadOptionsAreClearErrors) {
   o.op.m_min = 9;
   o.op.m_max = 3;
   EXPECT_USER_ERROR(tune(o), "M range 9..3");
+  o = options(10);
+  o.max_kernels = 0;
+  EXPECT_USER_ERROR(tune(o), "--max-kernels 0: expected >= 1");
+  o = options(10);
+  o.max_weight_layouts = -1;
+  EXPECT_USER_ERROR(tune(o), "--weight-layouts -1: expected >= 0");
 }
 
 }  // namespace
