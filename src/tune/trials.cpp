@@ -145,14 +145,25 @@ std::vector<uint64_t> LayoutIds::operator()(const std::vector<schedule::AnySched
   return out;
 }
 
-std::vector<bool> within_layout_budget(const TuneOptions& o, LayoutIds& layout_of,
-                                       const std::vector<schedule::AnySchedule>& selected,
-                                       const std::vector<schedule::AnySchedule>& kernels) {
+namespace {
+
+// The distinct packed layouts `kernels` read their weights in (none for unpacked ones).
+std::vector<uint64_t> packed_layouts_read(LayoutIds& layout_of,
+                                          const std::vector<schedule::AnySchedule>& kernels) {
   std::vector<uint64_t> read;
-  for (const schedule::AnySchedule& k : selected)
+  for (const schedule::AnySchedule& k : kernels)
     if (const uint64_t id = layout_of(k);
         id != 0 && std::find(read.begin(), read.end(), id) == read.end())
       read.push_back(id);
+  return read;
+}
+
+}  // namespace
+
+std::vector<bool> within_layout_budget(const TuneOptions& o, LayoutIds& layout_of,
+                                       const std::vector<schedule::AnySchedule>& selected,
+                                       const std::vector<schedule::AnySchedule>& kernels) {
+  const std::vector<uint64_t> read = packed_layouts_read(layout_of, selected);
   const bool room = o.max_weight_layouts <= 0 || int(read.size()) < o.max_weight_layouts;
   std::vector<bool> out;
   for (const schedule::AnySchedule& k : kernels) {
@@ -191,10 +202,7 @@ runtime::ModuleSpec build_module(const TuneOptions& o, const PredictAt& predict,
     }
   }
   m.dispatch = build_dispatch_tree(tree_shapes, labels);
-  std::vector<uint64_t> kept;
-  for (int k : sel.kernels)
-    if (layouts[k] != 0 && std::find(kept.begin(), kept.end(), layouts[k]) == kept.end())
-      kept.push_back(layouts[k]);
+  const std::vector<uint64_t> kept = packed_layouts_read(*layout_of, m.kernels);
   notes.push_back(fmt::format("selected {} kernels (top-{} cover), dispatch tree depth {}{}",
                               m.kernels.size(), sel.top_k, m.dispatch.depth(),
                               kept.empty()
