@@ -437,6 +437,8 @@ class BenchRun {
     runtime::ThreadPool::global().set_num_threads(o_.threads);
     runtime::ThreadPool::global().set_pinning(true);
     result_.roofline = measure_roofline(o_.threads, isa_);
+    for (const auto& [label, spec] : o_.modules) result_.ours.push_back("dietcode-" + label);
+    result_.ours.push_back(sweep_impl());
     if (!o_.quiet) fmt::print(stderr, "{}\n", result_.roofline.describe());
     // Cold at one thread only: between a sweep and the call it precedes the libraries'
     // worker threads fall asleep (a 2-thread main job's table put oneDNN at 0.4x of ours on

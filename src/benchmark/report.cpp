@@ -85,8 +85,11 @@ std::string format_table(const BenchResult& r) {
   std::vector<std::string> peers, ours;
   for (const std::string& p : kPeerOrder)
     if (impls.count(p)) peers.push_back(p);
-  for (const std::string& i : impls)
-    if (i.rfind("dietcode", 0) == 0) ours.push_back(i);
+  for (const std::string& i : r.ours)
+    if (impls.count(i) && std::find(ours.begin(), ours.end(), i) == ours.end()) ours.push_back(i);
+  for (const std::string& i : impls)  // any other of ours (a result built by hand), by name
+    if (i.rfind("dietcode", 0) == 0 && std::find(ours.begin(), ours.end(), i) == ours.end())
+      ours.push_back(i);
   if (ours.empty()) ours.push_back("dietcode");
   auto label = [](const std::string& impl) {
     return impl == "dietcode" ? impl : impl.substr(std::string("dietcode-").size());
@@ -176,8 +179,10 @@ std::string format_table(const BenchResult& r) {
     }
     for (const std::string& o : here)
       out += s[o].text(here.size() > 1 ? layer + " " + label(o) : layer);
-    for (auto& [o, v] : versus) {
-      if (v.all.count == 0) continue;
+    for (const std::string& o : here) {
+      auto found = versus.find(o);
+      if (found == versus.end() || found->second.all.count == 0) continue;
+      const Versus& v = found->second;
       comparisons += fmt::format(
           "{}: {} vs {}: geomean speed ratio {:.3f} (min {:.3f} at M={}) over {} shapes", layer,
           label(o), label(reference), v.all.value(), v.all.min, v.all.min_m, v.all.count);

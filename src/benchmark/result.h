@@ -33,6 +33,9 @@ struct Measurement {
 struct BenchResult {
   Roofline roofline;
   std::vector<Measurement> rows;
+  // Our implementations in the order the user named them: the modules as given, then the
+  // sweep. The table's columns follow it (rows within a shape come in name order).
+  std::vector<std::string> ours;
   std::vector<std::string> notes;       // missing peers, unsupported shapes, ...
   std::vector<double> compile_seconds;  // JIT time of every kernel compiled
 };

@@ -73,5 +73,29 @@ TEST(BenchReport, AQuietRunHasNoSecondSummary) {
       << table;
 }
 
+// Two modules given as `--module new --module baseline`: their columns, ratio columns and summary
+// lines keep that order (in name order the baseline would come first), the first the reference of
+// the other.
+TEST(BenchReport, ModuleColumnsFollowTheOrderTheyWereGivenIn) {
+  BenchResult r;
+  r.roofline.peak_gflops = 100;
+  r.ours = {"dietcode-new", "dietcode-baseline", "dietcode"};
+  for (int64_t m = 1; m <= 2; ++m) {
+    r.rows.push_back(row("dietcode-new", m, 1e-6, false));
+    r.rows.push_back(row("dietcode-baseline", m, 2e-6, false));
+    r.rows.push_back(row("onednn", m, 2e-6, false));
+  }
+  const std::string table = format_table(r);
+  const size_t header = table.find("  M     N     K");
+  ASSERT_NE(header, std::string::npos) << table;
+  const std::string line = table.substr(header, table.find('\n', header) - header);
+  EXPECT_LT(line.find(" new"), line.find(" baseline")) << line;
+  EXPECT_LT(line.find("r.new"), line.find("r.base")) << line;
+  EXPECT_LT(table.find("layer new: geomean"), table.find("layer baseline: geomean")) << table;
+  // The baseline against the new module, the first given: half its speed.
+  EXPECT_NE(table.find("layer: baseline vs new: geomean speed ratio 0.500"), std::string::npos)
+      << table;
+}
+
 }  // namespace
 }  // namespace dietcode::bench
