@@ -335,9 +335,10 @@ TEST(GeneratedCode, EdgePassesThatRepeatARowMatchReference) {
   const int64_t w = vec.width, k = 1100, kc = 550;
   te::Operator dense = ops::dense(1, 128, 3 * w + 3, k, ops::parse_epilogue("bias+residual"));
   std::mt19937_64 rng(11);
-  int repeating = 0, checked = 0;
+  int heights = 0, repeating = 0;
   for (int64_t vectors = 2; vectors <= 3; ++vectors)
     for (int64_t mr = 3; mr <= schedule::max_tile_rows(vectors, vec.registers); ++mr) {
+      ++heights;
       bool repeats = false;
       for (int64_t rows = 1; rows < mr; ++rows)
         for (const schedule::EdgePass& p : schedule::edge_passes(mr, vectors, 4 * w, kc, rows))
@@ -354,10 +355,12 @@ TEST(GeneratedCode, EdgePassesThatRepeatARowMatchReference) {
           .unroll_k = mr % 2 ? 4 : 2,
           .pack_a = mr % 3 ? schedule::PackA::Direct : schedule::PackA::Packed,
           .pack_b = schedule::PackB::Prepacked};
-      checked += check_every_edge(dense, s, rng);
+      check_every_edge(dense, s, rng);  // every M up to two tiles and one more
     }
-  EXPECT_GE(repeating, 8);  // most heights of 2 and 3 vectors have such a pass
-  EXPECT_GE(checked, 8 * 7);
+  // Most heights of 2 and 3 vectors have such a pass: AVX-512 17 of 19, AVX2 (16
+  // registers: tiles of at most 6 rows) 4 of 6.
+  EXPECT_GT(2 * repeating, heights) << repeating << " of " << heights << " heights";
+  EXPECT_GE(repeating, 4);
 }
 
 // An epilogue that calls a transcendental function runs after the tile's store, as a loop
