@@ -85,11 +85,13 @@ std::string format_table(const BenchResult& r) {
   std::vector<std::string> peers, ours;
   for (const std::string& p : kPeerOrder)
     if (impls.count(p)) peers.push_back(p);
+  auto add_ours = [&](const std::string& i) {
+    if (std::find(ours.begin(), ours.end(), i) == ours.end()) ours.push_back(i);
+  };
   for (const std::string& i : r.ours)
-    if (impls.count(i) && std::find(ours.begin(), ours.end(), i) == ours.end()) ours.push_back(i);
+    if (impls.count(i)) add_ours(i);
   for (const std::string& i : impls)  // any other of ours (a result built by hand), by name
-    if (i.rfind("dietcode", 0) == 0 && std::find(ours.begin(), ours.end(), i) == ours.end())
-      ours.push_back(i);
+    if (i.rfind("dietcode", 0) == 0) add_ours(i);
   if (ours.empty()) ours.push_back("dietcode");
   auto label = [](const std::string& impl) {
     return impl == "dietcode" ? impl : impl.substr(std::string("dietcode-").size());

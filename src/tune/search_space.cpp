@@ -515,9 +515,20 @@ std::vector<MicroKernelSchedule> SearchSpace::seeds_for(const Extents& e) const 
     s.kc = l1_kc(s);
     finish(s);
   }
-  if (cold_weights_ && c_.b.constant && e.m <= kPrefetchRows)
+  if (cold_weights_ && c_.b.constant && e.m <= kPrefetchRows) {
     for (MicroKernelSchedule& s : out)
       if (s.vector_axis == Axis::N) s.prefetch_b = kSeedPrefetch;
+    // At the fewest rows reading B is the whole bound, and whether the software prefetch
+    // speeds it up depends on the machine's hardware prefetcher: the first seed also
+    // without it, second. On a Zen 1 VM the 1 x 64 deep seed, cold, ran M = 1 of the 2304 x
+    // 768 layer 3-15% faster without it, in three side-by-side runs (stop 54); the module,
+    // which never measured it, ran M = 1 at 0.89-0.94 of the sweep on three BERT layers.
+    if (e.m <= kPlainPrefetchRows && !out.empty() && out.front().prefetch_b > 0) {
+      MicroKernelSchedule plain = out.front();
+      plain.prefetch_b = 0;
+      if (valid(plain)) out.insert(out.begin() + 1, plain);
+    }
+  }
   // Cold weights, past the streaming rows: every seed with m the inner tile loop prefetches
   // the next tile's B. At fewer rows B's stream is the bound and the early lines compete
   // with it (the 7 x 48 tile at M = 2 and 8: 10-20% slower with the prefetch).
@@ -565,15 +576,32 @@ std::vector<SearchSpace::RuleSeed> SearchSpace::rule_seeds() const {
     spans.push_back({mid + 1, hi});
   }
   for (size_t i = 0; i < extents_.size(); ++i) take(i);
-  std::vector<std::vector<MicroKernelSchedule>> per_shape;
-  for (size_t i : order) per_shape.push_back(seeds_for(extents_[i]));
-  // Each shape's first seed, then each shape's second, ...
+  // Each shape's seeds in ranks: a seed and, with it, the next one when that is the same
+  // kernel without the prefetch of B (kPlainPrefetchRows): the two are measured together.
+  std::vector<std::vector<std::vector<MicroKernelSchedule>>> per_shape;
+  for (size_t i : order) {
+    std::vector<std::vector<MicroKernelSchedule>>& ranks = per_shape.emplace_back();
+    for (MicroKernelSchedule& s : seeds_for(extents_[i])) {
+      bool twin = false;
+      if (!ranks.empty() && ranks.back().size() == 1 && s.prefetch_b == 0) {
+        MicroKernelSchedule plain = ranks.back().front();
+        plain.prefetch_b = 0;
+        twin = plain == s;
+      }
+      if (twin)
+        ranks.back().push_back(std::move(s));
+      else
+        ranks.push_back({std::move(s)});
+    }
+  }
+  // Each shape's first rank, then each shape's second, ...
   std::vector<RuleSeed> out;
   std::unordered_set<MicroKernelSchedule, schedule::ScheduleHash> seen;
   for (size_t rank = 0; rank < 4; ++rank)
     for (size_t j = 0; j < per_shape.size(); ++j)
-      if (rank < per_shape[j].size() && seen.insert(per_shape[j][rank]).second)
-        out.push_back({per_shape[j][rank], order[j]});
+      if (rank < per_shape[j].size())
+        for (const MicroKernelSchedule& s : per_shape[j][rank])
+          if (seen.insert(s).second) out.push_back({s, order[j]});
   return out;
 }
 

@@ -48,7 +48,8 @@ class SearchSpace {
   // parallel over M when M gives every core a task, else over N), the BLIS loop order; for a
   // constant B and at most kStreamingRows rows (B streams from memory), each walking four ranges of
   // k at once (k_streams), the tallest also with one; with cold weights and at most kPrefetchRows
-  // rows every outer-product seed prefetches B (kSeedPrefetch), and past kStreamingRows rows
+  // rows every outer-product seed prefetches B (kSeedPrefetch; at most kPlainPrefetchRows rows
+  // the first seed also without it, second), and past kStreamingRows rows
   // every seed with m the inner tile loop prefetches the next tile's B (prefetch_next); for K
   // from kDeepK on the first height also with k blocks of about kDeepK and A read in place,
   // first (with cold weights past kStreamingRows rows, second, behind the same tile with m
@@ -57,7 +58,8 @@ class SearchSpace {
   // with rows along n (S V) is read in place, and A with it; a seed in place of at most
   // kFewTilesPerHead multiply-adds per head comes first with the heads innermost, then as usual.
   // Every seed is valid (schedule::bind); deduplicated; ordered so that a prefix spreads over the
-  // shapes (each shape's best seed first; the kSeedShapesDense smallest shapes, then shapes in
+  // shapes (each shape's best seed first, with its twin without the prefetch where there is
+  // one; the kSeedShapesDense smallest shapes, then shapes in
   // geometric order, then from the ends inward).
   std::vector<schedule::MicroKernelSchedule> seeds_for_shapes() const;
   // The same seeds, each with the index of the declared shape it was made for: the tuner
@@ -82,6 +84,8 @@ class SearchSpace {
   // memory faster than the hardware prefetcher alone brings it.
   static constexpr int64_t kPrefetchRows = 32;
   static constexpr int64_t kSeedPrefetch = 32;
+  // Rows up to which the first of those seeds also comes without the prefetch, second.
+  static constexpr int64_t kPlainPrefetchRows = 2;
   // k-block of the deep seed (long k blocks, A read in place) for K from it on.
   static constexpr int64_t kDeepK = 768;
   // Warm constant B and all of M in one row of tiles: the deep seed is seeded first with

@@ -703,14 +703,16 @@ TEST(Seeds, ShortProductsOfConstantBWalkFourRangesOfK) {
     ++streamed;
   }
   EXPECT_GE(streamed, 4u);
-  // M = 1 (the first shape seeded): its second seed streams (behind the deep-k tile), and
-  // its one-range twin is seeded.
+  // M = 1 (the first shape seeded): its third seed streams (behind the deep-k tile and
+  // the same without the prefetch, Seeds.TheFewestRowsOfColdWeightsAlsoTryTheHardwarePrefetcher),
+  // and its one-range twin is seeded.
   std::vector<schedule::MicroKernelSchedule> m1 = space.seeds_for(space.extents()[0]);
-  ASSERT_GE(m1.size(), 2u);
+  ASSERT_GE(m1.size(), 3u);
   EXPECT_EQ(m1[0].k_streams, 1);
   EXPECT_EQ(m1[0].pack_a, schedule::PackA::Direct);
-  EXPECT_EQ(m1[1].k_streams, 4);
-  schedule::MicroKernelSchedule one = m1[1];
+  EXPECT_EQ(m1[1].k_streams, 1);
+  EXPECT_EQ(m1[2].k_streams, 4);
+  schedule::MicroKernelSchedule one = m1[2];
   one.k_streams = 1;
   EXPECT_TRUE(std::any_of(seeds.begin(), seeds.end(),
                           [&](const SearchSpace::RuleSeed& r) { return r.schedule == one; }));
@@ -719,6 +721,45 @@ TEST(Seeds, ShortProductsOfConstantBWalkFourRangesOfK) {
   SearchSpace attention(qk, schedule::Isa::Avx2, 1, range(1, 128), SpaceKind::ShapeGeneric);
   for (const schedule::MicroKernelSchedule& s : attention.seeds_for_shapes())
     EXPECT_EQ(s.k_streams, 1) << schedule::to_json_text(s);
+}
+
+TEST(Seeds, TheFewestRowsOfColdWeightsAlsoTryTheHardwarePrefetcher) {
+  // Cold weights: every outer-product seed of a short product prefetches B, and at most
+  // kPlainPrefetchRows rows the first seed also comes without the prefetch, second, so
+  // that the machine's measurement decides. Both are in the rule seeds' first rank, in
+  // order, the first ones the search measures.
+  te::Operator op = ops::dense(1, 128, 2304, 768);
+  for (schedule::Isa isa : {schedule::Isa::Avx512, schedule::Isa::Avx2}) {
+    SearchSpace cold(op, isa, 1, range(1, 128), SpaceKind::ShapeGeneric, /*cold_weights=*/true);
+    std::vector<SearchSpace::RuleSeed> ranked = cold.rule_seeds();
+    for (int64_t m = 1; m <= SearchSpace::kPrefetchRows; ++m) {
+      std::vector<schedule::MicroKernelSchedule> seeds = cold.seeds_for(cold.extents()[m - 1]);
+      ASSERT_GE(seeds.size(), 2u) << "M=" << m;
+      EXPECT_EQ(seeds[0].prefetch_b, SearchSpace::kSeedPrefetch) << "M=" << m;
+      int plain = 0;
+      for (const schedule::MicroKernelSchedule& s : seeds)
+        if (s.vector_axis == schedule::Axis::N && s.prefetch_b == 0) ++plain;
+      if (m > SearchSpace::kPlainPrefetchRows) {
+        EXPECT_EQ(plain, 0) << "M=" << m;
+        continue;
+      }
+      EXPECT_EQ(plain, 1) << "M=" << m;
+      schedule::MicroKernelSchedule twin = seeds[0];
+      twin.prefetch_b = 0;
+      EXPECT_EQ(seeds[1], twin) << "M=" << m << ": " << schedule::to_json_text(seeds[1]);
+      auto at = [&](const schedule::MicroKernelSchedule& s) {
+        return std::find_if(ranked.begin(), ranked.end(),
+                            [&](const SearchSpace::RuleSeed& r) { return r.schedule == s; }) -
+               ranked.begin();
+      };
+      EXPECT_EQ(at(seeds[1]), at(seeds[0]) + 1) << "M=" << m;
+      EXPECT_LT(at(seeds[1]), 2 * SearchSpace::kSeedShapesDense) << "M=" << m;
+    }
+    // Weights in cache: no seed prefetches B, and none is doubled.
+    SearchSpace warm(op, isa, 1, range(1, 128), SpaceKind::ShapeGeneric);
+    for (const schedule::MicroKernelSchedule& s : warm.seeds_for(warm.extents()[0]))
+      EXPECT_EQ(s.prefetch_b, 0) << schedule::to_json_text(s);
+  }
 }
 
 TEST(Seeds, LongProductsAlsoGetDeepKBlocksWithAReadInPlace) {
