@@ -27,11 +27,12 @@ struct Roofline {
   double peak_gflops = 0;           // all threads together
   std::vector<MemoryLevel> levels;  // smallest first, DRAM last
 
-  // The level that holds `bytes`: the smallest cache level as large; beyond the last cache
+  // The level that holds `bytes`: L1 or L2 (a core's own) if one is as large; beyond them
   // and below the DRAM probe's size, the rate of the read loop over that footprint (rounded
-  // up to an eighth of its octave; measured the first time, ~0.1 s): data re-read warm between the
-  // L3 the guest sees (or guesses) and DRAM partly stays in caches it does not see (a VM's
-  // hidden 32 MiB L3: 28 MB read at 65-79 GB/s there, 340 MB at 41).
+  // up to an eighth of its octave; measured the first time, ~0.1-0.5 s). A shared L3's rate
+  // falls with the footprint, whether the guest sees the L3 or not: a VM's hidden 32 MiB L3
+  // read 28 MB at 65-79 GB/s, 340 MB at 41; the Intel VM, which sees its host's 480 MiB,
+  // read 28 MiB at 29 GB/s, 120 MiB (its L3 probe) at 19-21 and 340 MiB at 16.
   MemoryLevel level_for(double bytes) const;
   // Runs the read loop of level_for(bytes) again and keeps the faster of its rates there (a
   // neighbour on a shared machine only ever slows a loop down, and one loop of ~0.1 s may

@@ -22,13 +22,25 @@ Roofline fake_roofline() {
   return r;
 }
 
-TEST(Roofline, CacheSizedDataTakesTheSmallestLevelThatHoldsIt) {
+TEST(Roofline, DataInThePrivateCachesTakesTheSmallestLevelThatHoldsIt) {
   Roofline r = fake_roofline();
   EXPECT_EQ(r.level_for(1).name, "L1");
   EXPECT_EQ(r.level_for(32 << 10).name, "L1");
   EXPECT_EQ(r.level_for((32 << 10) + 1).name, "L2");
-  EXPECT_EQ(r.level_for(8 << 20).name, "L3");
-  EXPECT_EQ(r.level_for(8 << 20).gbps, 1003);
+  EXPECT_EQ(r.level_for(512 << 10).name, "L2");
+  EXPECT_EQ(r.level_for(512 << 10).gbps, 1002);
+}
+
+// The shared L3 does not route: its rate falls with the footprint (the part a tenant keeps
+// is smaller than its size), so data inside it is measured at its own footprint too.
+TEST(Roofline, DataInsideTheSharedL3IsMeasuredAtItsFootprint) {
+  Roofline r = fake_roofline();
+  MemoryLevel l = r.level_for(4 << 20);
+  EXPECT_NE(l.name, "L3");
+  EXPECT_EQ(l.capacity, 4 << 20);
+  EXPECT_NE(l.gbps, 1003);
+  EXPECT_GT(l.gbps, 0);
+  EXPECT_EQ(r.level_for((512 << 10) + 1).capacity, (512 << 10) + (64 << 10));
 }
 
 TEST(Roofline, DataAtTheDramProbesSizeIsDram) {
