@@ -61,7 +61,10 @@ Epilogue parse_epilogue(const std::string& text) {
 std::string to_string(const Epilogue& e) {
   if (e.none()) return "none";
   std::string s;
-  for (EpilogueStep step : e.steps) s += (s.empty() ? "" : "+") + std::string(step_name(step));
+  for (EpilogueStep step : e.steps) {
+    if (!s.empty()) s += '+';
+    s += step_name(step);
+  }
   return s;
 }
 
