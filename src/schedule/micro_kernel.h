@@ -156,17 +156,18 @@ MicroKernelSchedule in_tile_panels(MicroKernelSchedule s, int64_t max_nr);
 // How a register tile of mr rows (of outer products, `vectors` vectors of `vector_bytes`
 // across, k-blocks of kc) computes an edge of `rows` < mr rows at M's end: as passes over
 // its k-loop, each a sub-tile whose height is a power of two below mr or mr itself,
-// tallest first, all of them whole but the last, which may be taller than what is left.
-// The rows of that pass past the edge repeat the edge's last row: they are computed and
-// stored twice, with the same values. Each pass streams the tile's B again, so the plan
-// trades passes against rows computed for nothing, by a per-k-step cost of each pass: the
+// tallest first, all of them whole but the last, which may be taller than what is left;
+// the code runs that pass as exactly the rows left (`rows`). Each pass streams the tile's
+// B again, so the plan trades passes against rows, by a per-k-step cost of each pass (the
+// last one costed at its height, which bounds how many distinct passes a kernel holds): the
 // larger of its multiply-adds (two vector FMAs a cycle) and its B vectors, read from L1
 // when the block's B of the tile fits there, else from L2 (128 or 32 bytes a cycle). A
 // 6 x 64 tile at M = 3 (K = 768, N = 3072, weights cold) ran as passes of 2 and 1 rows in
-// 0.53 ms, a 3 x 64 tile in 0.36: 3 rows run as one pass of 4 now, 5 as one of 6.
+// 0.53 ms, a 3 x 64 tile in 0.36: 3 rows run as one pass (of 4 in the plan), 5 as one
+// (of 6).
 struct EdgePass {
-  int64_t height;  // the sub-tile's rows
-  int64_t rows;    // of them, rows of C (the last pass: possibly fewer)
+  int64_t height;  // the sub-tile's rows in the plan
+  int64_t rows;    // of them, rows of C, which the pass computes (the last: possibly fewer)
 };
 std::vector<EdgePass> edge_passes(int64_t mr, int64_t vectors, int64_t vector_bytes, int64_t kc,
                                   int64_t rows);

@@ -36,7 +36,7 @@ double tile_rows_done(const schedule::MicroKernelSchedule& s, int64_t m) {
     double rows = 0;
     for (const schedule::EdgePass& p :
          schedule::edge_passes(s.mr, s.nr / width, 4 * width, s.kc, edge))
-      rows += double(p.height) + kSubTileRows;
+      rows += double(p.rows) + kSubTileRows;
     return std::min(rows, double(s.mr));
   };
   // The search asks this for every candidate at every declared shape in every generation

@@ -326,10 +326,10 @@ TEST(GeneratedCode, EdgeRowsMatchReferenceForEveryTileHeight) {
 }
 
 // Edges whose plan has a pass taller than the rows left (schedule::edge_passes: where a
-// tile's B comes from L2, 3 rows of a 6-row tile run as one pass of 4 whose last row
-// repeats the third): every tile height and M up to two tiles and one more, with K in two
+// tile's B comes from L2, 3 rows of a 6-row tile are planned as one pass of 4, which runs
+// as a pass of 3): every tile height and M up to two tiles and one more, with K in two
 // k-blocks (C loaded back between them), a residual read per row and an edge column block.
-TEST(GeneratedCode, EdgePassesThatRepeatARowMatchReference) {
+TEST(GeneratedCode, EdgePassesTallerThanTheRowsLeftMatchReference) {
   const schedule::Isa isa = codegen::host_target().isa;
   const schedule::VectorIsa& vec = schedule::vector_isa(isa);
   const int64_t w = vec.width, k = 1100, kc = 550;

@@ -45,7 +45,7 @@ TEST(PadRatio, RememberedEdgeRowsAreEachTilesOwn) {
     if (edge == 0) return double(m);
     double rows = 0;
     for (const schedule::EdgePass& p : schedule::edge_passes(s.mr, s.nr / w, 4 * w, s.kc, edge))
-      rows += double(p.height) + kSubTileRows;
+      rows += double(p.rows) + kSubTileRows;  // each pass its rows of C
     return double(m - edge) + std::min(rows, double(s.mr));
   };
   for (int pass = 0; pass < 2; ++pass)

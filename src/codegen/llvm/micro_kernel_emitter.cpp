@@ -5,8 +5,8 @@
 // of A and MR * NR/W FMAs, unrolled unroll_k times, with no branches and no bounds
 // checks (a small tile keeps several copies of its accumulators in the unrolled loop, so
 // that its FMAs do not wait on each other's latency). Edge tiles work on C in place too: a
-// tile of m_valid < MR rows runs as passes of sub-tiles (schedule::edge_passes: the last
-// one may repeat its last valid row rather than stream B once more),
+// tile of m_valid < MR rows runs as passes of sub-tiles (schedule::edge_passes; its last
+// pass, which the plan may make taller than the rows left, runs as exactly those rows),
 // columns past n_valid are masked when C is loaded and not stored (the vector that
 // straddles n_valid goes out lane by lane). B read in place (no panel) gets a second k-loop
 // for edge column blocks whose loads are masked (llvm.masked.load) so that no lane past the
@@ -194,13 +194,11 @@ class EpilogueEmitter {
 };
 
 // One register tile of MR rows, rows row0 .. row0 + MR - 1 of the micro-kernel's operands
-// (the tile's own height, or a pass over an edge: see emit_micro_kernel). Rows at or past
-// `rows_valid` (1 to MR; 0: all valid) repeat row rows_valid - 1: they read its A, C and
-// epilogue inputs and store the same values to it. The count is a constant, so every row
-// stays one base plus a constant offset (a row chosen at run time took a register each,
-// and an 8 x 48 tile's accumulators spilled).
+// (the tile's own height, or a pass over an edge: see emit_passes). MR is a constant, so
+// every row is one base plus a constant offset (a row chosen at run time took a register
+// each, and an 8 x 48 tile's accumulators spilled).
 void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernelOperands& ops,
-               const int64_t MR, llvm::Value* row0, int64_t rows_valid = 0) {
+               const int64_t MR, llvm::Value* row0) {
   llvm::IRBuilder<>& b = fe.builder();
   llvm::LLVMContext& ctx = b.getContext();
   llvm::Function* fn = b.GetInsertBlock()->getParent();
@@ -226,7 +224,7 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
     return gep(base, b.CreateMul(row0, stride));
   };
   auto row_of = [&](llvm::Value* first, llvm::Value* stride, int64_t i) {
-    return gep(first, b.CreateMul(imm(rows_valid > 0 ? std::min(i, rows_valid - 1) : i), stride));
+    return gep(first, b.CreateMul(imm(i), stride));
   };
   llvm::Value* a_first = first_row(a_base, a_row_stride);
   std::vector<llvm::Value*> a_rows;
@@ -666,18 +664,22 @@ void emit_epilogue_after_store(FunctionEmitter& fe, const MicroKernelNode& mk,
 
 // The tile's passes over its m_valid rows. A whole tile (most tiles) runs at its full height. An
 // edge tile of m_valid < MR rows runs as the passes schedule::edge_passes plans for it (3 rows of a
-// 6 x 64 tile: one pass of 4, its last row repeated; 9 of a 14 x 32 tile: 8, then 1). Each distinct
-// pass (height, rows) is emitted once and taken by the edges whose plan holds it (`takes`: bit
+// 6 x 64 tile: one pass; 9 of a 14 x 32 tile: 8, then 1), each pass exactly its rows of C: the
+// plan's last pass may be taller than the rows left, and runs as a tile of those rows. Until
+// stop 56 it ran at its height, its extra rows repeating the last valid one (computed and stored
+// twice): work for nothing, and 13 rows of a 14 x 32 tile as 14 spilled its accumulators (80
+// GFLOP/s at M = 13 of the 2304 x 768 layer against 164 at M = 14; 157 as 13 rows). Each
+// distinct pass (rows) is emitted once and taken by the edges whose plan holds it (`takes`: bit
 // m_valid), below the rows of that plan's taller passes, which are whole.
 void emit_passes(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernelOperands& ops) {
   llvm::IRBuilder<>& b = fe.builder();
   const int64_t MR = mk.mr;
   DC_INTERNAL_CHECK(MR < 64, "micro-kernel: {} rows do not fit the edge plan's masks", MR);
-  std::map<std::pair<int64_t, int64_t>, uint64_t, std::greater<>> passes;  // tallest first
+  std::map<int64_t, uint64_t, std::greater<>> passes;  // rows -> edges; tallest first
   for (int64_t v = 1; v < MR; ++v)
     for (const schedule::EdgePass& p :
          schedule::edge_passes(MR, mk.nr / mk.vector_width, 4 * mk.vector_width, mk.k_block, v))
-      passes[{p.height, p.rows}] |= uint64_t{1} << v;
+      passes[p.rows] |= uint64_t{1} << v;
   llvm::Value* m_valid = ops.m_valid;
   auto takes = [&](uint64_t edges) {
     return b.CreateICmpNE(b.CreateAnd(b.CreateLShr(b.getInt64(edges), m_valid), b.getInt64(1)),
@@ -688,18 +690,18 @@ void emit_passes(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKern
       llvm::MDBuilder(b.getContext()).createBranchWeights(1000, 1),
       [&] { emit_tile(fe, mk, ops, MR, b.getInt64(0)); },
       [&] {
-        for (auto [pass, edges] : passes) {
-          auto [height, rows] = pass;
+        // A plan's passes but the last are taller than its last (tallest first, whole),
+        // so the rows below a pass are those of the taller passes that take its edge.
+        for (auto [rows, edges] : passes) {
           emit_if(
               b, takes(edges), "m.edge", nullptr,
               [&] {
                 llvm::Value* row0 = b.getInt64(0);
                 for (auto [taller, taller_edges] : passes)
-                  if (taller.first > height && taller.first == taller.second)
-                    row0 =
-                        b.CreateAdd(row0, b.CreateSelect(takes(taller_edges),
-                                                         b.getInt64(taller.first), b.getInt64(0)));
-                emit_tile(fe, mk, ops, height, row0, rows < height ? rows : 0);
+                  if (taller > rows)
+                    row0 = b.CreateAdd(row0, b.CreateSelect(takes(taller_edges),
+                                                            b.getInt64(taller), b.getInt64(0)));
+                emit_tile(fe, mk, ops, rows, row0);
               },
               [] {});
         }
