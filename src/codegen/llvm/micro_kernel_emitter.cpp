@@ -699,8 +699,8 @@ void emit_passes(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKern
                 llvm::Value* row0 = b.getInt64(0);
                 for (auto [taller, taller_edges] : passes)
                   if (taller > rows)
-                    row0 = b.CreateAdd(row0, b.CreateSelect(takes(taller_edges),
-                                                            b.getInt64(taller), b.getInt64(0)));
+                    row0 = b.CreateAdd(row0, b.CreateSelect(takes(taller_edges), b.getInt64(taller),
+                                                            b.getInt64(0)));
                 emit_tile(fe, mk, ops, rows, row0);
               },
               [] {});
