@@ -182,7 +182,13 @@ void print(const Stmt& s, int indent, std::string& out) {
         b_note = fmt::format(" (vector v at +v*{}, masked n tail)", to_string(n->b_vector_stride));
       out += fmt::format("{}  A: {}\n{}  B: {}{}\n", pad, operand_text(n->a), pad,
                          operand_text(n->b), b_note);
-      if (n->prefetch_next_offset.defined())
+      if (n->prefetch_next_rate.defined())
+        out += fmt::format(
+            "{}  prefetch into L2 each k-step: vector ((({}) + row) * ({})) >> {} of B's first "
+            "row + {}\n",
+            pad, to_string(n->prefetch_next_first), to_string(n->prefetch_next_rate),
+            ir::MicroKernelNode::kPrefetchRateShift, to_string(n->prefetch_next_offset));
+      else if (n->prefetch_next_offset.defined())
         out += fmt::format("{}  prefetch into L2 each k-step: {} vector(s) of B's row + {}\n", pad,
                            n->prefetch_next_lines, to_string(n->prefetch_next_offset));
       out += fmt::format("{}  C: {}[{} + r*{} + c], first k-block: {}, last k-block: {}\n", pad,

@@ -174,6 +174,8 @@ Stmt map_stmt(const Stmt& s, const std::function<Stmt(const Stmt&)>& f,
       if (n.b_vector_stride.defined()) n.b_vector_stride = g(n.b_vector_stride);
       if (n.prefetch_next_offset.defined()) n.prefetch_next_offset = g(n.prefetch_next_offset);
       if (n.prefetch_next_spread.defined()) n.prefetch_next_spread = g(n.prefetch_next_spread);
+      if (n.prefetch_next_first.defined()) n.prefetch_next_first = g(n.prefetch_next_first);
+      if (n.prefetch_next_rate.defined()) n.prefetch_next_rate = g(n.prefetch_next_rate);
       n.k_extent = g(n.k_extent);
       n.c_offset = g(n.c_offset);
       n.c_row_stride = g(n.c_row_stride);

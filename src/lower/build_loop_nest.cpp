@@ -155,28 +155,29 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
     // loop (its calls reuse one tile's B), the next block of nc columns when n is (every
     // row tile walks the whole block). In both layouts the next block starts nc * K floats
     // past the block, the next tile NR * K past the tile.
-    //  - m inner: the calls of a column tile (its row tiles, ceil(m.len / MR) of them) share
-    //    out the next tile's V = NR / W vectors of each k-row: call `m_tile` prefetches V
-    //    lines per k-step from vector m_tile * per on, per = ceil(V / calls), so that the
-    //    calls together cover the next tile however few they are (lines past it are the
-    //    tile after, needed soon). Calls past the share prefetch the k-step's own lines
-    //    (in L1 already). The lines of one call sit at one offset plus constants, a single
-    //    register: with an offset each, an 8 x 48 tile spilled its accumulators. Only calls
-    //    whose share is more than one vector (fewer calls than vectors) issue all V lines;
-    //    the others one (prefetch_next_spread).
+    //  - m inner: the calls of a column tile (its row tiles, ceil(m.len / MR) of them, in
+    //    each k-block) share out the next tile's B, K x NR floats in one run in both layouts
+    //    (its V = NR / W vector panels lie one after another), evenly and in order: call
+    //    `m_tile` of the k-block at k0 takes the vectors from (k0 x calls + m_tile x k_len) x
+    //    V / calls on, one every calls / V k-steps (MicroKernelNode::prefetch_next_rate), so
+    //    that the lines arrive at about the rate the calls compute and the next tile is in L2
+    //    when its first call starts. Taking them all at the start of the tile (a vector of
+    //    every k-row per call until the tile was covered) ran slower than no prefetch on the
+    //    Intel VM (docs/bench/encoder-intel/stop57-next-tile-prefetch.txt). Where the calls
+    //    are fewer than the vectors a k-step takes V vectors from there
+    //    (prefetch_next_spread).
     //  - n inner: call number `part` (its row tile counted across the block's column
     //    tiles) prefetches vector `part` of each k-row of the next block, modulo its vectors.
     if (s.prefetch_next) {
       const int64_t W = mk.vector_width;
       if (s.inner_tile_loop == schedule::Axis::M) {
         const int64_t V = s.nr / W;
-        Expr per = ceil_div(Expr(V), ceil_div(Var(m.len), Expr(s.mr)));
-        Expr vector = Expr(Var(m_tile)) * per;
-        Expr next =
-            tile ? Expr(s.nr) * c.k_extent + vector * W : (Expr(s.nr) + vector * W) * c.k_extent;
-        mk.prefetch_next_offset = select(vector < Expr(V), next, Expr(0));
+        Expr calls = ceil_div(Var(m.len), Expr(s.mr));
+        mk.prefetch_next_offset = Expr(s.nr) * c.k_extent - Var(k.begin) * w;
+        mk.prefetch_next_first = Var(k.begin) * calls + Expr(Var(m_tile)) * Var(k.len);
+        mk.prefetch_next_rate = Expr(V << ir::MicroKernelNode::kPrefetchRateShift) / calls;
         mk.prefetch_next_lines = V;
-        mk.prefetch_next_spread = Expr(1) < per;
+        mk.prefetch_next_spread = calls < Expr(V);
       } else {
         Expr part = (Expr(Var(m_tile)) * (s.nc / s.nr) + Var(n_tile)) % Expr(s.nc / W);
         Expr start = Expr(s.nc) - Expr(Var(n_tile)) * s.nr;  // floats to the next block

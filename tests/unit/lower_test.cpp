@@ -193,18 +193,19 @@ TEST(Lower, ArbitraryContractionLowersWithoutChanges) {
   EXPECT_USER_ERROR(lower::lower(schedule::bind(s, op)), "not affine");
 }
 
-TEST(Lower, PrefetchNextSharesTheNextTileOutOverTheCallsOfATile) {
-  // prefetch_next with m the inner tile loop: the row tiles of a column tile (the calls that
-  // reuse its B) together prefetch every vector of the next tile's k-rows, for every length
-  // of the M block, however few the calls (all NR / W lines per k-step only where the calls
-  // are fewer than the vectors); n inner: one line per k-step. Both panel layouts.
-  const int64_t K = 64, N = 256, W = 16;
+TEST(Lower, PrefetchNextSpreadsTheNextTileEvenlyOverTheCallsOfATile) {
+  // prefetch_next with m the inner tile loop: the row tiles of a column tile in each k-block
+  // (the calls that reuse its B) together walk the next tile's B, K x V vectors, once, in
+  // order and in even shares, for every length of the M block, however few the calls (all
+  // V = NR / W vectors per k-step only where the calls are fewer than the vectors); n inner:
+  // one line per k-step. Both panel layouts, two k-blocks.
+  const int64_t K = 64, kc = 32, N = 256, W = 16;
   for (schedule::BPanel panel : {schedule::BPanel::Vector, schedule::BPanel::Tile}) {
     schedule::MicroKernelSchedule s;
     s.isa = schedule::Isa::Avx512;
     s.mr = 5;
     s.nr = 64;
-    s.kc = K;
+    s.kc = kc;
     s.mc = 130;
     s.nc = 128;
     s.parallel = schedule::ParallelAxis::None;
@@ -226,46 +227,68 @@ TEST(Lower, PrefetchNextSharesTheNextTileOutOverTheCallsOfATile) {
     ASSERT_NE(mk, nullptr);
     ASSERT_TRUE(mk->prefetch_next_offset.defined());
     ASSERT_TRUE(mk->prefetch_next_spread.defined());
+    ASSERT_TRUE(mk->prefetch_next_first.defined());
+    ASSERT_TRUE(mk->prefetch_next_rate.defined());
     EXPECT_EQ(mk->prefetch_next_lines, V);
-    // The variables the offset reads: the M block's length and the row tile.
-    const ir::VarNode *m_len = nullptr, *m_tile = nullptr;
+    // The variables the spread reads: the M block's length, the row tile, the k-block's
+    // first row and length.
+    const ir::VarNode *m_len = nullptr, *m_tile = nullptr, *k0 = nullptr, *k_len = nullptr;
     auto find_vars = [&](const ir::Expr& e) {
       if (const auto* v = e.as<ir::VarNode>()) {
         if (v->name == "m_len")
           m_len = v;
         else if (v->name == "m_tile")
           m_tile = v;
+        else if (v->name == "k0")
+          k0 = v;
+        else if (v->name == "k_len")
+          k_len = v;
         else
-          ADD_FAILURE() << "the offset reads " << v->name;
+          ADD_FAILURE() << "the spread reads " << v->name;
       }
     };
-    ir::visit_exprs(mk->prefetch_next_offset, find_vars);
-    ir::visit_exprs(mk->prefetch_next_spread, find_vars);
+    for (const ir::Expr& e : {mk->prefetch_next_offset, mk->prefetch_next_first,
+                              mk->prefetch_next_rate, mk->prefetch_next_spread})
+      ir::visit_exprs(e, find_vars);
     ASSERT_NE(m_len, nullptr);
     ASSERT_NE(m_tile, nullptr);
-    // Line v of a call at `offset` floats from the tile's B: vector v of the row there.
-    const int64_t vector_stride = panel == schedule::BPanel::Tile ? W : K * W;
+    ASSERT_NE(k0, nullptr);
+    ASSERT_NE(k_len, nullptr);
+    const int64_t shift = ir::MicroKernelNode::kPrefetchRateShift;
     for (int64_t rows = 1; rows <= 40; ++rows) {
       const int64_t calls = (rows + s.mr - 1) / s.mr;
-      std::set<int64_t> covered;  // vectors of the next tile's k-row 0
-      for (int64_t t = 0; t < calls; ++t) {
-        const ir::Bindings at_call{{m_len, rows}, {m_tile, t}};
-        const int64_t at = ir::evaluate_int(mk->prefetch_next_offset, at_call);
-        // All V lines only where the calls are fewer than the vectors.
-        const bool spread = ir::evaluate_int(mk->prefetch_next_spread, at_call) != 0;
-        EXPECT_EQ(spread, calls < V) << "rows " << rows;
-        if (at == 0) continue;  // past the share: the k-step's own lines
-        for (int64_t v = 0; v < (spread ? mk->prefetch_next_lines : 1); ++v) {
-          const int64_t line = at + v * vector_stride;
-          const int64_t vector =
-              panel == schedule::BPanel::Tile ? (line - s.nr * K) / W : (line / K - s.nr) / W;
-          EXPECT_EQ(panel == schedule::BPanel::Tile ? (line - s.nr * K) % W : line % K, 0);
-          EXPECT_GE(vector, 0) << "rows " << rows << " call " << t;
-          covered.insert(vector);
+      int64_t last = -1;  // f of the previous k-step, over the calls in their order
+      for (int64_t block = 0; block < K / kc; ++block)
+        for (int64_t t = 0; t < calls; ++t) {
+          const ir::Bindings at_call{{m_len, rows}, {m_tile, t}, {k0, block * kc}, {k_len, kc}};
+          // From B's first row in the k-block (k0 rows into the tile's B: rows of NR floats
+          // in tile panels, of W in the first vector panel) to the next tile's B (NR x K
+          // floats past the tile's).
+          const int64_t row_floats = panel == schedule::BPanel::Tile ? s.nr : W;
+          EXPECT_EQ(ir::evaluate_int(mk->prefetch_next_offset, at_call) + block * kc * row_floats,
+                    s.nr * K);
+          const int64_t first = ir::evaluate_int(mk->prefetch_next_first, at_call);
+          const int64_t rate = ir::evaluate_int(mk->prefetch_next_rate, at_call);
+          const bool spread = ir::evaluate_int(mk->prefetch_next_spread, at_call) != 0;
+          EXPECT_EQ(spread, calls < V) << "rows " << rows;
+          const int64_t lines = spread ? mk->prefetch_next_lines : 1;
+          // Each call's share starts where an even split puts it.
+          const int64_t share = (block * calls + t) * kc * V / calls;
+          EXPECT_LE(std::abs(((first * rate) >> shift) - share), 1)
+              << "rows " << rows << " block " << block << " call " << t;
+          for (int64_t g = 0; g < kc; ++g) {
+            const int64_t f = ((first * rate) >> shift) + ((g * rate) >> shift);
+            if (last < 0) EXPECT_EQ(f, 0);
+            // In order, inside the next tile, and no faster than the k-steps' lines: an
+            // iteration's lines from its first f on reach the next iteration's.
+            EXPECT_GE(f, last) << "rows " << rows << " call " << t << " row " << g;
+            EXPECT_LE(f, std::max<int64_t>(last, 0) + lines + (g == 0 ? 1 : 0)) << "rows " << rows;
+            EXPECT_LT(f, K * V);
+            last = f;
+          }
         }
-      }
-      for (int64_t v = 0; v < V; ++v)
-        EXPECT_TRUE(covered.count(v)) << "rows " << rows << ": vector " << v << " not prefetched";
+      // The walk reaches the end of the next tile's B.
+      EXPECT_GE(last + (calls < V ? V : 1), K * V - 1) << "rows " << rows;
     }
     s.inner_tile_loop = schedule::Axis::N;
     auto [n_kernel, n_mk] = micro_kernel(s);

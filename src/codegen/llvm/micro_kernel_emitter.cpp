@@ -72,6 +72,17 @@ MicroKernelOperands emit_micro_kernel_operands(FunctionEmitter& fe, const MicroK
       mk.prefetch_next_offset.defined() ? fe.emit(mk.prefetch_next_offset) : nullptr;
   o.prefetch_next_spread =
       mk.prefetch_next_spread.defined() ? fe.emit(mk.prefetch_next_spread) : nullptr;
+  o.prefetch_next_rate = o.prefetch_next_start = nullptr;
+  if (mk.prefetch_next_rate.defined()) {
+    o.prefetch_next_rate = fe.emit(mk.prefetch_next_rate);
+    // Floats from B's first row to the call's first vector of the next tile's B.
+    llvm::IRBuilder<>& b = fe.builder();
+    llvm::Value* first =
+        b.CreateAShr(b.CreateMul(fe.emit(mk.prefetch_next_first), o.prefetch_next_rate),
+                     b.getInt64(ir::MicroKernelNode::kPrefetchRateShift));
+    o.prefetch_next_start =
+        b.CreateAdd(o.prefetch_next_offset, b.CreateMul(first, b.getInt64(mk.vector_width)));
+  }
   return o;
 }
 
@@ -362,7 +373,7 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
     llvm::Value* b_row = gep(b_base, b.CreateMul(b_k ? b_k : k, b_k_stride));
     // This k-step's lines of the B the tile loops read next, into L2 (locality 2:
     // prefetcht1): one address, the others at constant distances from it.
-    if (ops.prefetch_next_offset && b_masks.empty()) {
+    if (ops.prefetch_next_offset && !ops.prefetch_next_rate && b_masks.empty()) {
       llvm::Value* next = gep(b_row, ops.prefetch_next_offset);
       for (int64_t v = 0; v < prefetch_lines; ++v)
         b.CreateCall(prefetch, {b_vector(next, v), b.getInt32(0), b.getInt32(2), b.getInt32(1)});
@@ -425,6 +436,24 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
     const int64_t n_copies = split_len ? copies : copies_for(unroll);
     const int64_t n_streams = split_len ? streams : 1;
     const int64_t step = unroll / n_streams;  // k per stream per iteration
+    // Spread over the calls (ops.prefetch_next_rate): each iteration prefetches its k-steps'
+    // vectors of the next tile's B, prefetch_lines per step, from f0 on: f0 the iteration's
+    // first step's place in the call's share (MicroKernelNode::prefetch_next_rate), carried
+    // from iteration to iteration in floats scaled by 2^kPrefetchRateShift. The share
+    // advances at most prefetch_lines vectors per k-step, so the iterations leave no gap.
+    // All at the top of the iteration: with each step's at the step (an address of their
+    // own, or the step's row of B plus a distance), or a multiply per iteration, an 8 x 48
+    // tile spilled its accumulators.
+    const bool spread = ops.prefetch_next_rate && b_masks.empty();
+    llvm::PHINode* spread_at = nullptr;
+    llvm::Value *spread_first = nullptr, *spread_step_size = nullptr;
+    if (spread) {
+      const int64_t shift = ir::MicroKernelNode::kPrefetchRateShift;
+      llvm::Value* per_k = b.CreateMul(ops.prefetch_next_rate, imm(n_streams * W));
+      spread_step_size = b.CreateMul(per_k, imm(step));
+      spread_first =
+          b.CreateAdd(b.CreateShl(ops.prefetch_next_start, imm(shift)), b.CreateMul(begin, per_k));
+    }
     llvm::BasicBlock* pre = b.GetInsertBlock();
     llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx, std::string(name) + ".header", fn);
     llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx, std::string(name) + ".body", fn);
@@ -433,6 +462,10 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
     b.SetInsertPoint(header);
     llvm::PHINode* k = b.CreatePHI(i64, 2, "k");
     k->addIncoming(begin, pre);
+    if (spread) {
+      spread_at = b.CreatePHI(i64, 2, "spread.at");
+      spread_at->addIncoming(spread_first, pre);
+    }
     std::vector<Tile> phis(n_copies, Tile(MR, std::vector<llvm::Value*>(V)));
     for (int64_t c = 0; c < n_copies; ++c)
       for (int64_t i = 0; i < MR; ++i)
@@ -444,6 +477,12 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
     b.CreateCondBr(b.CreateICmpSLT(k, end), body, exit);
     b.SetInsertPoint(body);
     std::vector<Tile> acc = phis;
+    if (spread) {
+      llvm::Value* at =
+          gep(b_base, b.CreateAShr(spread_at, imm(ir::MicroKernelNode::kPrefetchRateShift)));
+      for (int64_t i = 0; i < unroll * prefetch_lines; ++i)
+        b.CreateCall(prefetch, {gep(at, imm(i * W)), b.getInt32(0), b.getInt32(2), b.getInt32(1)});
+    }
     // Steps u of one stream read B's panels 64 bytes apart: their row indices go through
     // `opaque` (streams lie a whole range apart and share them).
     std::vector<llvm::Value*> hidden(step, nullptr);
@@ -464,6 +503,7 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
     }
     llvm::BasicBlock* latch = b.GetInsertBlock();
     k->addIncoming(b.CreateAdd(k, imm(step), "", false, true), latch);
+    if (spread) spread_at->addIncoming(b.CreateAdd(spread_at, spread_step_size), latch);
     for (int64_t c = 0; c < n_copies; ++c)
       for (int64_t i = 0; i < MR; ++i)
         for (int64_t v = 0; v < V; ++v)
