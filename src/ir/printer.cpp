@@ -184,10 +184,11 @@ void print(const Stmt& s, int indent, std::string& out) {
                          operand_text(n->b), b_note);
       if (n->prefetch_next_rate.defined())
         out += fmt::format(
-            "{}  prefetch into L2 each k-step: vector ((({}) + row) * ({})) >> {} of B's first "
-            "row + {}\n",
-            pad, to_string(n->prefetch_next_first), to_string(n->prefetch_next_rate),
-            ir::MicroKernelNode::kPrefetchRateShift, to_string(n->prefetch_next_offset));
+            "{}  prefetch into L2 each k-loop iteration at g: {} vector(s) of row ((({}) + g) * "
+            "({})) >> {} of B + {}\n",
+            pad, n->prefetch_next_lines, to_string(n->prefetch_next_first),
+            to_string(n->prefetch_next_rate), ir::MicroKernelNode::kPrefetchRateShift,
+            to_string(n->prefetch_next_offset));
       else if (n->prefetch_next_offset.defined())
         out += fmt::format("{}  prefetch into L2 each k-step: {} vector(s) of B's row + {}\n", pad,
                            n->prefetch_next_lines, to_string(n->prefetch_next_offset));

@@ -196,16 +196,16 @@ struct MicroKernelNode : StmtNode {
   // only the first where prefetch_next_spread (a boolean) is false.
   int64_t prefetch_next_lines = 1;
   Expr prefetch_next_spread;
-  // Defined (m the inner tile loop): the lines are spread evenly over the calls that share
-  // the next tile instead. prefetch_next_offset is then the floats from B's first row (the
-  // k-block's) to the next tile's B, a run of K x NR floats in both layouts, and
-  // f(g) = ((prefetch_next_first * prefetch_next_rate) >> kPrefetchRateShift) +
-  // ((g * prefetch_next_rate) >> kPrefetchRateShift) is the vector of that run where the
-  // call's k-step g (its row in the block; with k streams the iteration's first row times
-  // their number) stands in the share. A k-loop iteration
-  // starting at g prefetches prefetch_next_lines vectors per k-step (1 where
-  // prefetch_next_spread is false) from f(g) on: the rate is at most that many vectors per
-  // k-step, so consecutive iterations leave no gap.
+  // Defined (m the inner tile loop): the next tile's rows of the k-block (each row the
+  // prefetch_next_lines vectors of B's row, b_vector_stride apart) are spread evenly over
+  // the calls that share them instead. prefetch_next_offset is then the floats from a row of
+  // the tile's B to the same row of the next tile's, and r(g) = ((prefetch_next_first + g) *
+  // prefetch_next_rate) >> kPrefetchRateShift the block's row where the call's k-step g (its
+  // row in the block; with k streams the iteration's first row times their number) stands
+  // in its share. A
+  // k-loop iteration starting at g prefetches row r(g), and the rows after it up to one per
+  // k-step where prefetch_next_spread holds: r advances at most one row per `unroll` k-steps
+  // where it does not, so consecutive iterations leave no row out.
   Expr prefetch_next_first, prefetch_next_rate;
   static constexpr int64_t kPrefetchRateShift = 20;
   // Vectors along k instead of n: MR x NR dot products of A's rows and B's columns, both

@@ -155,16 +155,16 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
     // loop (its calls reuse one tile's B), the next block of nc columns when n is (every
     // row tile walks the whole block). In both layouts the next block starts nc * K floats
     // past the block, the next tile NR * K past the tile.
-    //  - m inner: the calls of a column tile (its row tiles, ceil(m.len / MR) of them, in
-    //    each k-block) share out the next tile's B, K x NR floats in one run in both layouts
-    //    (its V = NR / W vector panels lie one after another), evenly and in order: call
-    //    `m_tile` of the k-block at k0 takes the vectors from (k0 x calls + m_tile x k_len) x
-    //    V / calls on, one every calls / V k-steps (MicroKernelNode::prefetch_next_rate), so
-    //    that the lines arrive at about the rate the calls compute and the next tile is in L2
-    //    when its first call starts. Taking them all at the start of the tile (a vector of
-    //    every k-row per call until the tile was covered) ran slower than no prefetch on the
-    //    Intel VM (docs/bench/encoder-intel/stop57-next-tile-prefetch.txt). Where the calls
-    //    are fewer than the vectors a k-step takes V vectors from there
+    //  - m inner: the calls of a column tile in a k-block (its row tiles, calls =
+    //    ceil(m.len / MR) of them) share out the next tile's rows of that k-block (the B the
+    //    next calls read: the tile loops run inside the k-block), evenly and in order: call
+    //    `m_tile` takes rows m_tile * k_len / calls on, one row (all its V = NR / W vectors)
+    //    every `calls` k-steps (MicroKernelNode::prefetch_next_rate), so that the lines are
+    //    asked for at about the rate the calls compute and the next tile is in L2 when its
+    //    first call starts. Taking them all at the start of the tile (a vector of every
+    //    k-row per call until the tile was covered) ran slower than no prefetch on the Intel
+    //    VM (docs/bench/encoder-intel/stop57-next-tile-prefetch.txt). Where the calls are
+    //    fewer than the k-steps of an unrolled iteration, each step takes a row
     //    (prefetch_next_spread).
     //  - n inner: call number `part` (its row tile counted across the block's column
     //    tiles) prefetches vector `part` of each k-row of the next block, modulo its vectors.
@@ -173,11 +173,11 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
       if (s.inner_tile_loop == schedule::Axis::M) {
         const int64_t V = s.nr / W;
         Expr calls = ceil_div(Var(m.len), Expr(s.mr));
-        mk.prefetch_next_offset = Expr(s.nr) * c.k_extent - Var(k.begin) * w;
-        mk.prefetch_next_first = Var(k.begin) * calls + Expr(Var(m_tile)) * Var(k.len);
-        mk.prefetch_next_rate = Expr(V << ir::MicroKernelNode::kPrefetchRateShift) / calls;
+        mk.prefetch_next_offset = Expr(s.nr) * c.k_extent;
+        mk.prefetch_next_first = Expr(Var(m_tile)) * Var(k.len);
+        mk.prefetch_next_rate = Expr(int64_t{1} << ir::MicroKernelNode::kPrefetchRateShift) / calls;
         mk.prefetch_next_lines = V;
-        mk.prefetch_next_spread = calls < Expr(V);
+        mk.prefetch_next_spread = calls < Expr(s.unroll_k);
       } else {
         Expr part = (Expr(Var(m_tile)) * (s.nc / s.nr) + Var(n_tile)) % Expr(s.nc / W);
         Expr start = Expr(s.nc) - Expr(Var(n_tile)) * s.nr;  // floats to the next block

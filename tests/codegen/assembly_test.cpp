@@ -156,11 +156,11 @@ TEST(Assembly, PrefetchedBHasOnePrefetchPerLineOfItsRow) {
   EXPECT_NE(ahead.find(std::to_string(2048 + 2 * 49152) + "("), std::string::npos);
 }
 
-// prefetch_next with m inner: prefetches into L2 (prefetcht1) in the main loop, one per
-// k-step (all 3 vectors per step in the k-loops of a call with few row tiles), none
-// without it, and the tile still in registers (7 x 48; 8 x 48, 28 of the 32 registers,
-// spilled when each line had an address register of its own, and when each step issued its
-// own at the step).
+// prefetch_next with m inner: prefetches into L2 (prefetcht1) in the main loop, a row of
+// the next tile (3 vectors) per iteration (a row per k-step in the k-loops of a call with
+// few row tiles), none without it, and the tile still in registers (7 x 48; 8 x 48, 28 of
+// the 32 registers, spilled when each line had an address register of its own, and when
+// each step issued its own at the step).
 TEST(Assembly, PrefetchedNextTileHasAnL2PrefetchPerVectorOfEachKStep) {
   te::Operator op = ops::dense(1, 128, 2304, 768);
   schedule::MicroKernelSchedule s{.isa = schedule::Isa::Avx512,

@@ -194,12 +194,13 @@ TEST(Lower, ArbitraryContractionLowersWithoutChanges) {
 }
 
 TEST(Lower, PrefetchNextSpreadsTheNextTileEvenlyOverTheCallsOfATile) {
-  // prefetch_next with m the inner tile loop: the row tiles of a column tile in each k-block
-  // (the calls that reuse its B) together walk the next tile's B, K x V vectors, once, in
-  // order and in even shares, for every length of the M block, however few the calls (all
-  // V = NR / W vectors per k-step only where the calls are fewer than the vectors); n inner:
-  // one line per k-step. Both panel layouts, two k-blocks.
-  const int64_t K = 64, kc = 32, N = 256, W = 16;
+  // prefetch_next with m the inner tile loop: the row tiles of a column tile in a k-block
+  // (the calls that reuse its B) together prefetch every row of the next tile's k-block
+  // (all NR / W vectors of each), in order and in even shares, for every length of the M
+  // block, however few the calls: a k-loop iteration of U k-steps prefetches the row where
+  // it stands, and U rows where the calls are fewer than U; n inner: one line per k-step.
+  // Both panel layouts (they differ only in the vectors' distances, the emitter's part).
+  const int64_t K = 64, kc = 32, N = 256, W = 16, U = 4;
   for (schedule::BPanel panel : {schedule::BPanel::Vector, schedule::BPanel::Tile}) {
     schedule::MicroKernelSchedule s;
     s.isa = schedule::Isa::Avx512;
@@ -210,11 +211,11 @@ TEST(Lower, PrefetchNextSpreadsTheNextTileEvenlyOverTheCallsOfATile) {
     s.nc = 128;
     s.parallel = schedule::ParallelAxis::None;
     s.inner_tile_loop = schedule::Axis::M;
+    s.unroll_k = U;
     s.pack_a = schedule::PackA::Direct;
     s.pack_b = schedule::PackB::Prepacked;
     s.b_panel = panel;
     s.prefetch_next = true;
-    const int64_t V = s.nr / W;
     auto micro_kernel = [&](const schedule::MicroKernelSchedule& x) {
       const ir::MicroKernelNode* mk = nullptr;
       lower::LoweredKernel k = lower::lower(schedule::bind(x, ops::dense(1, 128, N, K)));
@@ -229,67 +230,62 @@ TEST(Lower, PrefetchNextSpreadsTheNextTileEvenlyOverTheCallsOfATile) {
     ASSERT_TRUE(mk->prefetch_next_spread.defined());
     ASSERT_TRUE(mk->prefetch_next_first.defined());
     ASSERT_TRUE(mk->prefetch_next_rate.defined());
-    EXPECT_EQ(mk->prefetch_next_lines, V);
+    EXPECT_EQ(mk->prefetch_next_lines, s.nr / W);
+    // From a row of the tile's B to the same row of the next tile's: NR x K floats on, in
+    // both layouts.
+    EXPECT_EQ(ir::evaluate_int(mk->prefetch_next_offset, {}), s.nr * K);
     // The variables the spread reads: the M block's length, the row tile, the k-block's
-    // first row and length.
-    const ir::VarNode *m_len = nullptr, *m_tile = nullptr, *k0 = nullptr, *k_len = nullptr;
+    // length.
+    const ir::VarNode *m_len = nullptr, *m_tile = nullptr, *k_len = nullptr;
     auto find_vars = [&](const ir::Expr& e) {
       if (const auto* v = e.as<ir::VarNode>()) {
         if (v->name == "m_len")
           m_len = v;
         else if (v->name == "m_tile")
           m_tile = v;
-        else if (v->name == "k0")
-          k0 = v;
         else if (v->name == "k_len")
           k_len = v;
         else
           ADD_FAILURE() << "the spread reads " << v->name;
       }
     };
-    for (const ir::Expr& e : {mk->prefetch_next_offset, mk->prefetch_next_first,
-                              mk->prefetch_next_rate, mk->prefetch_next_spread})
+    for (const ir::Expr& e :
+         {mk->prefetch_next_first, mk->prefetch_next_rate, mk->prefetch_next_spread})
       ir::visit_exprs(e, find_vars);
     ASSERT_NE(m_len, nullptr);
     ASSERT_NE(m_tile, nullptr);
-    ASSERT_NE(k0, nullptr);
     ASSERT_NE(k_len, nullptr);
     const int64_t shift = ir::MicroKernelNode::kPrefetchRateShift;
-    for (int64_t rows = 1; rows <= 40; ++rows) {
-      const int64_t calls = (rows + s.mr - 1) / s.mr;
-      int64_t last = -1;  // f of the previous k-step, over the calls in their order
-      for (int64_t block = 0; block < K / kc; ++block)
+    for (int64_t k_block : {kc, int64_t{7}})  // a whole block and a short last one
+      for (int64_t rows = 1; rows <= 40; ++rows) {
+        const int64_t calls = (rows + s.mr - 1) / s.mr;
+        std::set<int64_t> covered;  // rows of the next tile's k-block
+        int64_t last = 0;           // the row of the previous iteration, calls in order
         for (int64_t t = 0; t < calls; ++t) {
-          const ir::Bindings at_call{{m_len, rows}, {m_tile, t}, {k0, block * kc}, {k_len, kc}};
-          // From B's first row in the k-block (k0 rows into the tile's B: rows of NR floats
-          // in tile panels, of W in the first vector panel) to the next tile's B (NR x K
-          // floats past the tile's).
-          const int64_t row_floats = panel == schedule::BPanel::Tile ? s.nr : W;
-          EXPECT_EQ(ir::evaluate_int(mk->prefetch_next_offset, at_call) + block * kc * row_floats,
-                    s.nr * K);
+          const ir::Bindings at_call{{m_len, rows}, {m_tile, t}, {k_len, k_block}};
           const int64_t first = ir::evaluate_int(mk->prefetch_next_first, at_call);
           const int64_t rate = ir::evaluate_int(mk->prefetch_next_rate, at_call);
           const bool spread = ir::evaluate_int(mk->prefetch_next_spread, at_call) != 0;
-          EXPECT_EQ(spread, calls < V) << "rows " << rows;
-          const int64_t lines = spread ? mk->prefetch_next_lines : 1;
-          // Each call's share starts where an even split puts it.
-          const int64_t share = (block * calls + t) * kc * V / calls;
-          EXPECT_LE(std::abs(((first * rate) >> shift) - share), 1)
-              << "rows " << rows << " block " << block << " call " << t;
-          for (int64_t g = 0; g < kc; ++g) {
-            const int64_t f = ((first * rate) >> shift) + ((g * rate) >> shift);
-            if (last < 0) EXPECT_EQ(f, 0);
-            // In order, inside the next tile, and no faster than the k-steps' lines: an
-            // iteration's lines from its first f on reach the next iteration's.
-            EXPECT_GE(f, last) << "rows " << rows << " call " << t << " row " << g;
-            EXPECT_LE(f, std::max<int64_t>(last, 0) + lines + (g == 0 ? 1 : 0)) << "rows " << rows;
-            EXPECT_LT(f, K * V);
-            last = f;
+          EXPECT_EQ(spread, calls < U) << "rows " << rows;
+          // An even share: call t starts at row t x k_len / calls (the rate is rounded down,
+          // so at most a row before it).
+          const int64_t start = (first * rate) >> shift;
+          EXPECT_LE(start, t * k_block / calls) << "rows " << rows << " call " << t;
+          EXPECT_GE(start, t * k_block / calls - 1) << "rows " << rows << " call " << t;
+          // The main loop's iterations at g = 0, U, 2U, ..., then single steps.
+          for (int64_t g = 0; g < k_block; g += (g + U <= k_block ? U : 1)) {
+            const int64_t r = ((first + g) * rate) >> shift;
+            EXPECT_GE(r, last) << "rows " << rows << " call " << t << " step " << g;
+            EXPECT_LT(r, k_block);
+            last = r;
+            const int64_t n = spread && g + U <= k_block ? U : 1;
+            for (int64_t i = 0; i < n; ++i) covered.insert(r + i);
           }
         }
-      // The walk reaches the end of the next tile's B.
-      EXPECT_GE(last + (calls < V ? V : 1), K * V - 1) << "rows " << rows;
-    }
+        for (int64_t r = 0; r < k_block; ++r)
+          EXPECT_TRUE(covered.count(r)) << "rows " << rows << ", k-block of " << k_block << ": row "
+                                        << r << " not prefetched";
+      }
     s.inner_tile_loop = schedule::Axis::N;
     auto [n_kernel, n_mk] = micro_kernel(s);
     ASSERT_NE(n_mk, nullptr);

@@ -91,7 +91,7 @@ struct MicroKernelOperands {
   llvm::Value* prefetch_next_offset;  // null: none (MicroKernelNode::prefetch_next_offset)
   llvm::Value* prefetch_next_spread;  // null: the first line only (MicroKernelNode)
   // null: the lines at prefetch_next_offset from B's row; else spread over the calls
-  // (MicroKernelNode::prefetch_next_rate), prefetch_next_first already times the rate.
+  // (MicroKernelNode::prefetch_next_rate): the call's first row of its share.
   llvm::Value *prefetch_next_start, *prefetch_next_rate;
 };
 MicroKernelOperands emit_micro_kernel_operands(FunctionEmitter& fe, const ir::MicroKernelNode& mk);

@@ -75,13 +75,10 @@ MicroKernelOperands emit_micro_kernel_operands(FunctionEmitter& fe, const MicroK
   o.prefetch_next_rate = o.prefetch_next_start = nullptr;
   if (mk.prefetch_next_rate.defined()) {
     o.prefetch_next_rate = fe.emit(mk.prefetch_next_rate);
-    // Floats from B's first row to the call's first vector of the next tile's B.
-    llvm::IRBuilder<>& b = fe.builder();
-    llvm::Value* first =
-        b.CreateAShr(b.CreateMul(fe.emit(mk.prefetch_next_first), o.prefetch_next_rate),
-                     b.getInt64(ir::MicroKernelNode::kPrefetchRateShift));
+    // The call's first row of its share of the next tile's rows, scaled by
+    // 2^kPrefetchRateShift.
     o.prefetch_next_start =
-        b.CreateAdd(o.prefetch_next_offset, b.CreateMul(first, b.getInt64(mk.vector_width)));
+        fe.builder().CreateMul(fe.emit(mk.prefetch_next_first), o.prefetch_next_rate);
   }
   return o;
 }
@@ -368,6 +365,9 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
   // Lines of the next tile each k-step prefetches (the k-loops with a spread share: all of
   // prefetch_next_lines; else the first).
   int64_t prefetch_lines = 1;
+  // Spread over the calls: a row of the next tile per k-step, not per iteration (the k-loops
+  // of a call with fewer row tiles than k-steps per iteration: prefetch_next_spread).
+  bool spread_rows = false;
   // `b_k`: B's row index when it differs from k's value as the scheduler sees it.
   auto k_step = [&](llvm::Value* k, Tile& acc, llvm::Value* b_k = nullptr) {
     llvm::Value* b_row = gep(b_base, b.CreateMul(b_k ? b_k : k, b_k_stride));
@@ -436,23 +436,21 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
     const int64_t n_copies = split_len ? copies : copies_for(unroll);
     const int64_t n_streams = split_len ? streams : 1;
     const int64_t step = unroll / n_streams;  // k per stream per iteration
-    // Spread over the calls (ops.prefetch_next_rate): each iteration prefetches its k-steps'
-    // vectors of the next tile's B, prefetch_lines per step, from f0 on: f0 the iteration's
-    // first step's place in the call's share (MicroKernelNode::prefetch_next_rate), carried
-    // from iteration to iteration in floats scaled by 2^kPrefetchRateShift. The share
-    // advances at most prefetch_lines vectors per k-step, so the iterations leave no gap.
-    // All at the top of the iteration: with each step's at the step (an address of their
-    // own, or the step's row of B plus a distance), or a multiply per iteration, an 8 x 48
-    // tile spilled its accumulators.
+    // Spread over the calls (ops.prefetch_next_rate): each iteration prefetches row r0 of
+    // the next tile's B (all its vectors), and the rows after it up to one per k-step in
+    // the k-loops of a call with few row tiles (spread_rows): r0 the iteration's first
+    // step's place in the call's share (MicroKernelNode::prefetch_next_rate), carried from
+    // iteration to iteration in rows scaled by 2^kPrefetchRateShift. All at the top of the
+    // iteration: with each step's at the step (an address of their own, or the step's row
+    // of B plus a distance), or a multiply per iteration, an 8 x 48 tile spilled its
+    // accumulators.
     const bool spread = ops.prefetch_next_rate && b_masks.empty();
     llvm::PHINode* spread_at = nullptr;
     llvm::Value *spread_first = nullptr, *spread_step_size = nullptr;
     if (spread) {
-      const int64_t shift = ir::MicroKernelNode::kPrefetchRateShift;
-      llvm::Value* per_k = b.CreateMul(ops.prefetch_next_rate, imm(n_streams * W));
+      llvm::Value* per_k = b.CreateMul(ops.prefetch_next_rate, imm(n_streams));
       spread_step_size = b.CreateMul(per_k, imm(step));
-      spread_first =
-          b.CreateAdd(b.CreateShl(ops.prefetch_next_start, imm(shift)), b.CreateMul(begin, per_k));
+      spread_first = b.CreateAdd(ops.prefetch_next_start, b.CreateMul(begin, per_k));
     }
     llvm::BasicBlock* pre = b.GetInsertBlock();
     llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx, std::string(name) + ".header", fn);
@@ -478,10 +476,13 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
     b.SetInsertPoint(body);
     std::vector<Tile> acc = phis;
     if (spread) {
-      llvm::Value* at =
-          gep(b_base, b.CreateAShr(spread_at, imm(ir::MicroKernelNode::kPrefetchRateShift)));
-      for (int64_t i = 0; i < unroll * prefetch_lines; ++i)
-        b.CreateCall(prefetch, {gep(at, imm(i * W)), b.getInt32(0), b.getInt32(2), b.getInt32(1)});
+      llvm::Value* r0 = b.CreateAShr(spread_at, imm(ir::MicroKernelNode::kPrefetchRateShift));
+      llvm::Value* row =
+          gep(b_base, b.CreateAdd(ops.prefetch_next_offset, b.CreateMul(r0, b_k_stride)));
+      for (int64_t r = 0; r < (spread_rows ? unroll : 1); ++r)
+        for (int64_t v = 0; v < V; ++v)
+          b.CreateCall(prefetch, {b_vector(gep(row, b.CreateMul(imm(r), b_k_stride)), v),
+                                  b.getInt32(0), b.getInt32(2), b.getInt32(1)});
     }
     // Steps u of one stream read B's panels 64 bytes apart: their row indices go through
     // `opaque` (streams lie a whole range apart and share them).
@@ -557,13 +558,17 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
   // others k-loops that prefetch one (the rest of theirs repeat lines already fetched:
   // a 6 x 64 tile at M = 64 ran 5-8% slower with them).
   auto k_loops = [&](Tile acc) {
-    if (mk.prefetch_next_lines <= 1 || !ops.prefetch_next_spread) return k_loops_of_block(acc);
+    if (!ops.prefetch_next_spread ||
+        (ops.prefetch_next_rate ? mk.unroll_k <= 1 : mk.prefetch_next_lines <= 1))
+      return k_loops_of_block(acc);
     return either(
         ops.prefetch_next_spread, "prefetch.spread",
         [&] {
           prefetch_lines = mk.prefetch_next_lines;
+          spread_rows = true;
           Tile t = k_loops_of_block(acc);
           prefetch_lines = 1;
+          spread_rows = false;
           return t;
         },
         [&] { return k_loops_of_block(acc); });
