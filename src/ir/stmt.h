@@ -191,9 +191,7 @@ struct MicroKernelNode : StmtNode {
   // B the tile loops read next; see schedule::MicroKernelSchedule::prefetch_next);
   // undefined: none.
   Expr prefetch_next_offset;
-  // How many lines each k-step prefetches from there: vectors 0 .. lines - 1 of the row
-  // at that offset (b_vector_stride apart in vector panels, W floats in contiguous rows);
-  // only the first where prefetch_next_spread (a boolean) is false.
+  // The vectors of a row of B (n inner: one, the line at that offset).
   int64_t prefetch_next_lines = 1;
   Expr prefetch_next_spread;
   // Defined (m the inner tile loop): the next tile's rows of the k-block (each row the

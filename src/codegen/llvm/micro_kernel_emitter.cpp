@@ -362,9 +362,6 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
                 llvm::FunctionType::get(b.getInt64Ty(), {b.getInt64Ty(), vt}, false), "", "=r,0,x",
                 /*hasSideEffects=*/false)
           : nullptr;
-  // Lines of the next tile each k-step prefetches (the k-loops with a spread share: all of
-  // prefetch_next_lines; else the first).
-  int64_t prefetch_lines = 1;
   // Spread over the calls: a row of the next tile per k-step, not per iteration (the k-loops
   // of a call with fewer row tiles than k-steps per iteration: prefetch_next_spread).
   bool spread_rows = false;
@@ -375,8 +372,7 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
     // prefetcht1): one address, the others at constant distances from it.
     if (ops.prefetch_next_offset && !ops.prefetch_next_rate && b_masks.empty()) {
       llvm::Value* next = gep(b_row, ops.prefetch_next_offset);
-      for (int64_t v = 0; v < prefetch_lines; ++v)
-        b.CreateCall(prefetch, {b_vector(next, v), b.getInt32(0), b.getInt32(2), b.getInt32(1)});
+      b.CreateCall(prefetch, {b_vector(next, 0), b.getInt32(0), b.getInt32(2), b.getInt32(1)});
     }
     if (mk.prefetch_b > 0 && b_masks.empty()) {
       llvm::Value* ahead = gep(b_row, b.CreateMul(imm(mk.prefetch_b), b_k_stride));
@@ -553,21 +549,17 @@ void emit_tile(FunctionEmitter& fe, const MicroKernelNode& mk, const MicroKernel
         [&] { return k_loops_over(acc, imm(mk.k_block)); },
         [&] { return k_loops_over(acc, k_extent); });
   };
-  // A call whose share of the next tile is more than one vector per k-row (fewer calls
-  // than vectors) runs k-loops that prefetch prefetch_next_lines lines per k-step, the
-  // others k-loops that prefetch one (the rest of theirs repeat lines already fetched:
-  // a 6 x 64 tile at M = 64 ran 5-8% slower with them).
+  // A call with fewer row tiles than k-steps per iteration (prefetch_next_spread) runs
+  // k-loops that prefetch a row of the next tile per k-step, the others k-loops that
+  // prefetch one per iteration (more would repeat rows already fetched).
   auto k_loops = [&](Tile acc) {
-    if (!ops.prefetch_next_spread ||
-        (ops.prefetch_next_rate ? mk.unroll_k <= 1 : mk.prefetch_next_lines <= 1))
+    if (!ops.prefetch_next_rate || !ops.prefetch_next_spread || mk.unroll_k <= 1)
       return k_loops_of_block(acc);
     return either(
         ops.prefetch_next_spread, "prefetch.spread",
         [&] {
-          prefetch_lines = mk.prefetch_next_lines;
           spread_rows = true;
           Tile t = k_loops_of_block(acc);
-          prefetch_lines = 1;
           spread_rows = false;
           return t;
         },
