@@ -1,6 +1,7 @@
 #include "lower/build_loop_nest.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "ir/affine.h"
 #include "ir/visit.h"
@@ -30,6 +31,31 @@ Stmt wrap_block_loop(const BlockLoop& l, Stmt body) {
   body = make_let(l.begin, Var(l.block) * l.size,
                   make_let(l.len, min(Expr(l.size), l.extent - Var(l.begin)), std::move(body)));
   return make_for(l.block, 0, ceil_div(l.extent, l.size), ForKind::Serial, std::move(body));
+}
+
+// The first column and k-row of the block that the block loops (in `order`, outermost
+// first) visit after the current one: the innermost loop with a block left advances and the
+// loops inside it start again; the current block's own after the last block.
+std::pair<Expr, Expr> next_block(const schedule::LoopOrder& order, const BlockLoop& n,
+                                 const BlockLoop& k, const BlockLoop& m) {
+  auto loop = [&](schedule::Axis a) -> const BlockLoop& {
+    return a == schedule::Axis::N ? n : a == schedule::Axis::K ? k : m;
+  };
+  Expr next_n = Var(n.begin), next_k = Var(k.begin);
+  for (size_t level = 0; level < order.size(); ++level) {  // an inner loop's advance wins
+    Expr n_at = Var(n.begin), k_at = Var(k.begin);
+    for (size_t inner = level; inner < order.size(); ++inner) {
+      const BlockLoop& l = loop(order[inner]);
+      Expr begin = inner == level ? Var(l.begin) + Var(l.len) : Expr(0);
+      if (order[inner] == schedule::Axis::N) n_at = begin;
+      if (order[inner] == schedule::Axis::K) k_at = begin;
+    }
+    const BlockLoop& l = loop(order[level]);
+    Expr advances = Var(l.begin) + Var(l.len) < l.extent;
+    next_n = select(advances, n_at, next_n);
+    next_k = select(advances, k_at, next_k);
+  }
+  return {next_n, next_k};
 }
 
 // Flattened index of a contraction operand with `replacements` applied to its axes.
@@ -165,7 +191,10 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
     //    k-row per call until the tile was covered) ran slower than no prefetch on the Intel
     //    VM (docs/bench/encoder-intel/stop57-next-tile-prefetch.txt). Where the calls are
     //    fewer than the k-steps of an unrolled iteration, each step takes a row
-    //    (prefetch_next_spread).
+    //    (prefetch_next_spread). The block's last column tile prefetches for the calls after
+    //    it, those of the block the block loops visit next: with k-blocks shorter than K,
+    //    the first column tile of this block in the next k-block ([n, k, m] order), not
+    //    the next block of columns (its B is read a whole k-loop later).
     //  - n inner: call number `part` (its row tile counted across the block's column
     //    tiles) prefetches vector `part` of each k-row of the next block, modulo its vectors.
     if (s.prefetch_next) {
@@ -173,7 +202,12 @@ LoopNest build_loop_nest(const ops::Contraction& c, const schedule::MicroKernelS
       if (s.inner_tile_loop == schedule::Axis::M) {
         const int64_t V = s.nr / W;
         Expr calls = ceil_div(Var(m.len), Expr(s.mr));
-        mk.prefetch_next_offset = Expr(s.nr) * c.k_extent;
+        // The next column tile of the block, or after the block's last one, the first
+        // column tile of the block that the block loops visit next, in its k-block.
+        auto [next_n, next_k] = next_block(s.loop_order, n, k, m);
+        Expr last_tile = eq(Var(n_tile) + 1, ceil_div(Var(n.len), s.nr));
+        Expr to_next_block = (next_n - col0) * c.k_extent + (next_k - Var(k.begin)) * w;
+        mk.prefetch_next_offset = select(last_tile, to_next_block, Expr(s.nr) * c.k_extent);
         mk.prefetch_next_first = Expr(Var(m_tile)) * Var(k.len);
         mk.prefetch_next_rate = Expr(int64_t{1} << ir::MicroKernelNode::kPrefetchRateShift) / calls;
         mk.prefetch_next_lines = V;

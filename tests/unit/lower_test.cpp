@@ -1,6 +1,8 @@
 // Unit tests of lowering: the passes produce the structure the schedule asks for.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "conv1d_op.h"
@@ -231,9 +233,7 @@ TEST(Lower, PrefetchNextSpreadsTheNextTileEvenlyOverTheCallsOfATile) {
     ASSERT_TRUE(mk->prefetch_next_first.defined());
     ASSERT_TRUE(mk->prefetch_next_rate.defined());
     EXPECT_EQ(mk->prefetch_next_lines, s.nr / W);
-    // From a row of the tile's B to the same row of the next tile's: NR x K floats on, in
-    // both layouts.
-    EXPECT_EQ(ir::evaluate_int(mk->prefetch_next_offset, {}), s.nr * K);
+    // (Which tile's B it prefetches: PrefetchNextFollowsTheCallsToTheBlockVisitedNext.)
     // The variables the spread reads: the M block's length, the row tile, the k-block's
     // length.
     const ir::VarNode *m_len = nullptr, *m_tile = nullptr, *k_len = nullptr;
@@ -291,4 +291,106 @@ TEST(Lower, PrefetchNextSpreadsTheNextTileEvenlyOverTheCallsOfATile) {
     ASSERT_NE(n_mk, nullptr);
     EXPECT_EQ(n_mk->prefetch_next_lines, 1);
   }
+}
+
+TEST(Lower, PrefetchNextFollowsTheCallsToTheBlockVisitedNext) {
+  // prefetch_next with m the inner tile loop: each column tile prefetches the B of the
+  // column tile whose calls come next, whatever the block loops' order: the next tile of
+  // the block, or after the block's last tile, the first tile of the block visited next
+  // (with k-blocks shorter than K and [n, k, m], the same columns' next k-block, not the
+  // next block of columns). Simulated over every call of the loop nest: blocks of N, K and
+  // M with short last blocks, a short last column tile, both panel layouts.
+  const int64_t N = 200, K = 80, M = 128, nr = 64, nc = 128, kc = 32, mc = 50;
+  std::vector<schedule::LoopOrder> orders;
+  schedule::LoopOrder order{schedule::Axis::K, schedule::Axis::M, schedule::Axis::N};
+  std::sort(order.begin(), order.end());
+  do orders.push_back(order);
+  while (std::next_permutation(order.begin(), order.end()));
+  ASSERT_EQ(orders.size(), 6u);
+  for (schedule::BPanel panel : {schedule::BPanel::Vector, schedule::BPanel::Tile})
+    for (const schedule::LoopOrder& loop_order : orders) {
+      SCOPED_TRACE(schedule::to_string(loop_order) +
+                   (panel == schedule::BPanel::Tile ? ", tile panels" : ", vector panels"));
+      schedule::MicroKernelSchedule s;
+      s.isa = schedule::Isa::Avx512;
+      s.mr = 5;
+      s.nr = nr;
+      s.kc = kc;
+      s.mc = mc;
+      s.nc = nc;
+      s.loop_order = loop_order;
+      s.parallel = schedule::ParallelAxis::None;
+      s.inner_tile_loop = schedule::Axis::M;
+      s.unroll_k = 4;
+      s.pack_a = schedule::PackA::Direct;
+      s.pack_b = schedule::PackB::Prepacked;
+      s.b_panel = panel;
+      s.prefetch_next = true;
+      lower::LoweredKernel kernel = lower::lower(schedule::bind(s, ops::dense(1, M, N, K)));
+      const ir::MicroKernelNode* mk = nullptr;
+      ir::visit_stmts(kernel.compute.body, [&](const ir::Stmt& st) {
+        if (const auto* m = st.as<ir::MicroKernelNode>()) mk = m;
+      });
+      ASSERT_NE(mk, nullptr);
+      ASSERT_TRUE(mk->prefetch_next_offset.defined());
+      // The loop nest's variables, bound by name at each call.
+      std::map<std::string, int64_t> at;
+      auto bind = [&](const ir::Expr& e) {
+        ir::Bindings b;
+        ir::visit_exprs(e, [&](const ir::Expr& x) {
+          if (const auto* v = x.as<ir::VarNode>()) {
+            auto it = at.find(v->name);
+            if (it == at.end())
+              ADD_FAILURE() << "unexpected variable " << v->name;
+            else
+              b[v] = it->second;
+          }
+        });
+        return b;
+      };
+      // The calls' column tiles in the order the loops run them (the row tiles of a column
+      // tile share its B and its prefetch offset: row tile 0 stands for them).
+      struct Call {
+        int64_t b_offset, prefetch_offset;
+      };
+      std::vector<Call> calls;
+      auto blocks = [&](schedule::Axis a) {
+        const int64_t extent = a == schedule::Axis::N ? N : a == schedule::Axis::K ? K : M;
+        const int64_t size = a == schedule::Axis::N ? nc : a == schedule::Axis::K ? kc : mc;
+        return std::make_pair(extent, size);
+      };
+      auto set_block = [&](schedule::Axis a, int64_t begin) {
+        const std::string name = a == schedule::Axis::N ? "n" : a == schedule::Axis::K ? "k" : "m";
+        auto [extent, size] = blocks(a);
+        at[name + "0"] = begin;
+        at[name + "_len"] = std::min(size, extent - begin);
+        at[name + "_block"] = begin / size;
+      };
+      at["M"] = M;
+      at["m_tile"] = 0;
+      auto [e0, s0] = blocks(loop_order[0]);
+      auto [e1, s1] = blocks(loop_order[1]);
+      auto [e2, s2] = blocks(loop_order[2]);
+      for (int64_t b0 = 0; b0 < e0; b0 += s0)
+        for (int64_t b1 = 0; b1 < e1; b1 += s1)
+          for (int64_t b2 = 0; b2 < e2; b2 += s2) {
+            set_block(loop_order[0], b0);
+            set_block(loop_order[1], b1);
+            set_block(loop_order[2], b2);
+            for (int64_t t = 0; t * nr < at["n_len"]; ++t) {
+              at["n_tile"] = t;
+              calls.push_back(
+                  Call{ir::evaluate_int(mk->b.offset, bind(mk->b.offset)),
+                       ir::evaluate_int(mk->prefetch_next_offset, bind(mk->prefetch_next_offset))});
+            }
+          }
+      ASSERT_EQ(calls.size(), size_t{2 * 3 * 3 * 2});  // tiles x k-blocks x m-blocks
+      for (size_t i = 0; i + 1 < calls.size(); ++i)
+        EXPECT_EQ(calls[i].b_offset + calls[i].prefetch_offset, calls[i + 1].b_offset)
+            << "call " << i;
+      // After the last call: an address inside the packed B.
+      const int64_t end = calls.back().b_offset + calls.back().prefetch_offset;
+      EXPECT_GE(end, 0);
+      EXPECT_LT(end, ir::evaluate_int(kernel.packed_b_size, {}));
+    }
 }
