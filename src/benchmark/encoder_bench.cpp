@@ -1,15 +1,22 @@
 #include "benchmark/encoder_bench.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -140,42 +147,114 @@ std::vector<float> read_floats(const fs::path& path, size_t count) {
   return v;
 }
 
-// One ORT graph over every length: the script's JSON lines. Throws std::runtime_error
-// with the script's error output on failure.
-std::vector<nlohmann::json> run_ort(const std::string& script, const std::string& weights,
-                                    const model::BertConfig& c, int threads,
-                                    const std::string& graph, const fs::path& io,
-                                    const std::vector<int64_t>& lengths, int repeat) {
-  const std::string list = fmt::format("{}", fmt::join(lengths, ","));
-  const fs::path err = io / ("ort-" + graph + ".err");
-  const std::string command = fmt::format(
-      "node '{}' --weights '{}' --layers {} --heads {} --eps {} --threads {} --graph {} --io '{}' "
-      "--lengths {} --repeat {} 2> '{}'",
-      script, weights, c.layers, c.heads, c.eps, threads, graph, io.string(), list, repeat,
-      err.string());
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) throw std::runtime_error("cannot run node");
-  std::string out;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, pipe)) out += buf;
-  const int status = pclose(pipe);
-  if (status != 0) {
-    std::ifstream e(err);
+// ONNX Runtime in a child process: the Node.js script in its --serve mode, its session
+// made once; each request times one length. Its timings at T then sit between ours and
+// libtorch's at T, seconds apart: run over every length at once, a minute from ours, they
+// met another speed of a shared VM that drifts by 30-50% over seconds to minutes (the
+// stop-57 main job had twelve layers at T = 128 in 197 ms for us, 142 at T = 127).
+// Errors throw std::runtime_error with the script's error output.
+class OrtServer {
+ public:
+  OrtServer(const std::string& script, const std::string& weights, const model::BertConfig& c,
+            int threads, const std::string& graph, const fs::path& io,
+            const std::vector<int64_t>& lengths)
+      : err_(io / ("ort-" + graph + ".err")) {
+    const std::string command = fmt::format(
+        "exec node '{}' --weights '{}' --layers {} --heads {} --eps {} --threads {} --graph {} "
+        "--io '{}' --lengths {} --serve 2> '{}'",
+        script, weights, c.layers, c.heads, c.eps, threads, graph, io.string(),
+        fmt::join(lengths, ","), err_.string());
+    int to_child[2], from_child[2];
+    if (::pipe2(to_child, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+    if (::pipe2(from_child, O_CLOEXEC) != 0) {
+      ::close(to_child[0]);
+      ::close(to_child[1]);
+      throw std::runtime_error("pipe2 failed");
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
+    const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
+    const int spawned =
+        posix_spawn(&pid_, "/bin/sh", &actions, nullptr, const_cast<char* const*>(argv), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(to_child[0]);
+    ::close(from_child[1]);
+    if (spawned != 0) {
+      ::close(to_child[1]);
+      ::close(from_child[0]);
+      throw std::runtime_error(fmt::format("cannot run node: {}", std::strerror(spawned)));
+    }
+    to_ = to_child[1];
+    from_ = ::fdopen(from_child[0], "r");
+    // A request written after the child died fails with EPIPE instead of a signal.
+    old_sigpipe_ = std::signal(SIGPIPE, SIG_IGN);
+    try {
+      session_ = read_line();
+    } catch (...) {
+      std::fclose(from_);
+      std::signal(SIGPIPE, old_sigpipe_);
+      throw;
+    }
+  }
+  ~OrtServer() {
+    if (to_ >= 0) ::close(to_);  // end of input: the script releases its session and exits
+    if (from_) std::fclose(from_);
+    if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
+    std::signal(SIGPIPE, old_sigpipe_);
+  }
+  OrtServer(const OrtServer&) = delete;
+  OrtServer& operator=(const OrtServer&) = delete;
+
+  const nlohmann::json& session() const { return session_; }
+  pid_t pid() const { return pid_; }
+  bool failed() const { return failed_; }  // it stopped answering: asked nothing more
+
+  // Times length t `repeat` times: the script's JSON line (its output written to io).
+  nlohmann::json time(int64_t t, int repeat) {
+    const std::string request = fmt::format("{} {}\n", t, repeat);
+    size_t done = 0;
+    while (done < request.size()) {
+      const ssize_t n = ::write(to_, request.data() + done, request.size() - done);
+      if (n <= 0) fail();
+      done += size_t(n);
+    }
+    return read_line();
+  }
+
+ private:
+  nlohmann::json read_line() {
+    std::string line;
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, from_)) {
+      line += buf;
+      if (line.back() == '\n') break;
+    }
+    if (line.empty() || line.back() != '\n') fail();
+    return nlohmann::json::parse(line);
+  }
+  // The child stopped answering: its exit status and error output.
+  [[noreturn]] void fail() {
+    failed_ = true;
+    ::close(to_);
+    to_ = -1;
+    int status = 0;
+    if (::waitpid(pid_, &status, 0) == pid_) pid_ = -1;
+    std::ifstream e(err_);
     std::string text((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
-    throw std::runtime_error(fmt::format("exit status {}: {}", status, text));
+    throw std::runtime_error(
+        fmt::format("exit status {}: {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1, text));
   }
-  std::vector<nlohmann::json> lines;
-  size_t start = 0;
-  while (start < out.size()) {
-    size_t end = out.find('\n', start);
-    std::string line =
-        out.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!line.empty()) lines.push_back(nlohmann::json::parse(line));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return lines;
-}
+
+  fs::path err_;
+  pid_t pid_ = -1;
+  int to_ = -1;
+  FILE* from_ = nullptr;
+  void (*old_sigpipe_)(int) = SIG_DFL;
+  bool failed_ = false;
+  nlohmann::json session_;
+};
 
 void check_options(const EncoderBenchOptions& o) {
   if (o.lengths.empty()) user_error("--M: no sequence lengths");
@@ -236,17 +315,7 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
     if (!o.quiet) fmt::print(stderr, "note: {}\n", text);
     r.notes.push_back(std::move(text));
   };
-  // Before each engine is timed, the threads of the one before (a BLAS's busy-waiting
-  // workers, our pool's) go idle: at least 0.1 s, at most 2 s (noted once if not).
-  bool busy_noted = false;
-  auto settle = [&] {
-    if (!wait_for_idle_threads(0.1, 2.0).quiet && !busy_noted) {
-      busy_noted = true;
-      note(
-          "another thread of this process was still running 2 s after an engine's calls; "
-          "timings beside it share the cores");
-    }
-  };
+  bool busy_noted = false;  // an engine's threads still busy 2 s after its calls: noted once
   const int64_t max_layers = *std::max_element(o.layers.begin(), o.layers.end());
 
   const std::string weights = resolve_weights(o, max_layers);
@@ -332,14 +401,48 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
         runs[{t, engine}].push_back(e);
       };
       const int per_round = std::max(1, (o.repeat + o.rounds - 1) / o.rounds);
-      // Ours and the libtorch peers, length by length (the peers first in a reversed round).
-      auto in_process = [&](int round, bool reversed) {
-        for (size_t ti = 0; ti < o.lengths.size(); ++ti) {
-          const int64_t t = o.lengths[ti];
+      // ONNX Runtime's two graphs, each a session in a child process for all the rounds.
+      std::vector<std::pair<std::string, std::unique_ptr<OrtServer>>> ort;
+      std::vector<pid_t> ort_pids;
+      if (ort_why.empty())
+        for (const char* graph : {"standard", "fused"}) {
+          if (!o.quiet)
+            fmt::print(stderr, "onnxruntime ({} graph): creating the session...\n", graph);
+          try {
+            auto server =
+                std::make_unique<OrtServer>(script, weights, c, threads, graph, io, o.lengths);
+            note(fmt::format("onnxruntime {} ({} graph): session created in {:.2f} s",
+                             server->session().value("version", "?"), graph,
+                             1e-3 * server->session().value("session_ms", 0.0)));
+            ort_pids.push_back(server->pid());
+            ort.emplace_back(graph, std::move(server));
+          } catch (const std::exception& e) {
+            note(fmt::format("onnxruntime ({} graph): skipped: {}", graph, e.what()));
+          }
+        }
+      // Before an engine is timed, the threads of the one before have gone idle: ours,
+      // a BLAS's busy-waiting workers, ONNX Runtime's in its process.
+      auto settle_all = [&] {
+        if (!wait_for_idle_threads(0.1, 2.0, ort_pids).quiet && !busy_noted) {
+          busy_noted = true;
+          note(
+              "another thread of this process or of ONNX Runtime's was still running 2 s after "
+              "an engine's calls; timings beside it share the cores");
+        }
+      };
+      // One round: length by length, every engine at T back to back, in one order, then
+      // the reverse in the next round (lengths and engines).
+      auto round_of = [&](int round) {
+        const bool reversed = round % 2 == 1;
+        std::vector<int64_t> lengths = o.lengths;
+        if (reversed) std::reverse(lengths.begin(), lengths.end());
+        for (size_t ti = 0; ti < lengths.size(); ++ti) {
+          const int64_t t = lengths[ti];
           const runtime::AlignedVector<float>& x = inputs.at(t);
           runtime::AlignedVector<float> y(x.size()), peer_y(x.size());
-          auto time_ours = [&] {
-            settle();
+          std::vector<std::function<void()>> engines;
+          engines.push_back([&] {
+            settle_all();
             add(t, "dietcode", time_calls(per_round, [&] { m.forward(x.data(), t, y.data()); }), 0);
             if (round > 0) return;
             ours[t] = y;
@@ -349,82 +452,54 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
               note(fmt::format("{} layers, T = {}: dietcode vs float64 relative error {:.1e}",
                                layers, t, err));
             }
-          };
-          auto time_peers = [&] {
-            for (ModelPeer* peer : loaded) {
+          });
+          for (ModelPeer* peer : loaded)
+            engines.push_back([&, peer] {
+              settle_all();
               try {
                 EncoderMeasurement e =
                     time_calls(per_round, [&] { peer->forward(x.data(), t, peer_y.data()); });
                 add(t, peer->name(), e, relative_difference(peer_y, ours.at(t)));
-                // Its BLAS's workers busy-wait after a call (OpenBLAS's pthreads: 2^28 TSC
-                // cycles, 0.13 s here); the next engine is timed once they are idle.
-                settle();
               } catch (const std::exception& e) {
                 if (round == 0) note(fmt::format("{} T = {}: {}", peer->name(), t, e.what()));
               }
-            }
-          };
-          if (reversed) {
-            time_peers();
-            time_ours();
-          } else {
-            time_ours();
-            time_peers();
-          }
+            });
+          for (auto& [graph, server] : ort)
+            engines.push_back([&, graph = graph, server = server.get()] {
+              if (server->failed()) return;  // noted when it failed
+              settle_all();
+              try {
+                const nlohmann::json j = server->time(t, per_round);
+                std::vector<float> out = read_floats(
+                    io / fmt::format("ort-{}-output-{}.bin", graph, t), size_t(t * c.hidden));
+                EncoderMeasurement e;
+                e.median_ms = j.at("median_ms").get<double>();
+                e.best_ms = j.at("best_ms").get<double>();
+                e.worst_ms = j.at("worst_ms").get<double>();
+                add(t, "onnxruntime-" + graph, e, relative_difference(out, ours.at(t)));
+              } catch (const std::exception& e) {
+                note(fmt::format("onnxruntime ({} graph) T = {}: {}", graph, t, e.what()));
+              }
+            });
+          if (reversed) std::reverse(engines.begin(), engines.end());
+          for (const auto& engine : engines) engine();
           if (!o.quiet)
             fmt::print(stderr, "\r{} layers, {} threads, round {} of {}: T = {} ({} of {})   ",
-                       layers, threads, round + 1, o.rounds, t, ti + 1, o.lengths.size());
+                       layers, threads, round + 1, o.rounds, t, ti + 1, lengths.size());
         }
         if (!o.quiet) fmt::print(stderr, "\n");
       };
-      auto onnxruntime = [&](int round) {
-        if (!ort_why.empty()) return;
-        for (const char* graph : {"standard", "fused"}) {
-          if (!o.quiet)
-            fmt::print(stderr, "onnxruntime ({} graph), round {} of {}...\n", graph, round + 1,
-                       o.rounds);
-          try {
-            std::vector<nlohmann::json> lines =
-                run_ort(script, weights, c, threads, graph, io, o.lengths, per_round);
-            for (const nlohmann::json& j : lines) {
-              if (!j.contains("T")) {
-                if (round == 0)
-                  note(fmt::format("onnxruntime {} ({} graph): session created in {:.2f} s",
-                                   j.value("version", "?"), graph,
-                                   1e-3 * j.value("session_ms", 0.0)));
-                continue;
-              }
-              const int64_t t = j["T"].get<int64_t>();
-              std::vector<float> out = read_floats(
-                  io / fmt::format("ort-{}-output-{}.bin", graph, t), size_t(t * c.hidden));
-              EncoderMeasurement e;
-              e.median_ms = j["median_ms"].get<double>();
-              e.best_ms = j["best_ms"].get<double>();
-              e.worst_ms = j["worst_ms"].get<double>();
-              add(t, std::string("onnxruntime-") + graph, e, relative_difference(out, ours.at(t)));
-            }
-          } catch (const std::exception& e) {
-            if (round == 0)
-              note(fmt::format("onnxruntime ({} graph): skipped: {}", graph, e.what()));
-          }
-        }
-      };
-      // The rounds run one after another, the engines in one order, then the reverse: a
-      // shared VM's speed drifts by 30-50% over seconds to minutes, and the engine timed
-      // first (after tuning, after a load) meets a machine still settling. Timed in one
-      // window only, an engine carries that window's speed into its ratio (the main job's
-      // table once had our 12 layers at T = 1 in 12.7 ms, 9.0-10.2 ms in five runs of
-      // `dietcode run` minutes later, while ONNX Runtime went the other way).
+      // The rounds run one after another. Within a round each length's engines run back to
+      // back, so that an engine's ratio at T compares timings seconds apart; the order
+      // reverses from round to round, so that no engine is always the one timed first
+      // after another's calls, or at a length first met (the main job's table once had our
+      // 12 layers at T = 1 in 12.7 ms, 9.0-10.2 ms in five runs of `dietcode run` minutes
+      // later, while ONNX Runtime went the other way).
       for (int round = 0; round < o.rounds; ++round) {
-        if (round % 2 == 0) {
-          in_process(round, false);
-          onnxruntime(round);
-        } else {
-          onnxruntime(round);
-          in_process(round, true);
-        }
+        round_of(round);
         read_gbps.push_back(roof.remeasure(weight_bytes));
       }
+      ort.clear();  // the sessions end before the next configuration's are made
       // Each length's roofline: its FLOPs at the FMA peak, or the weights at the read rate.
       const MemoryLevel level = roof.level_for(weight_bytes);
       note(fmt::format(

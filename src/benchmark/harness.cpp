@@ -1089,18 +1089,32 @@ int64_t other_threads_cpu_ns() {
   return total;
 }
 
+// CPU time of all of a process's threads, in ns; 0 if it cannot be read (exited).
+int64_t process_cpu_ns(pid_t pid) {
+  clockid_t clock;
+  timespec ts{};
+  if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &ts) != 0) return 0;
+  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 }  // namespace
 
-IdleWait wait_for_idle_threads(double min_seconds, double max_seconds) {
+IdleWait wait_for_idle_threads(double min_seconds, double max_seconds,
+                               const std::vector<pid_t>& children) {
   constexpr auto kInterval = std::chrono::milliseconds(5);
   constexpr int64_t kQuietNs = 250'000;  // 5% of the interval
   const auto start = Clock::now();
   auto waited = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  auto cpu_ns = [&] {
+    int64_t total = other_threads_cpu_ns();
+    for (pid_t child : children) total += process_cpu_ns(child);
+    return total;
+  };
   int quiet_intervals = 0;
-  int64_t before = other_threads_cpu_ns();
+  int64_t before = cpu_ns();
   while (true) {
     std::this_thread::sleep_for(kInterval);
-    const int64_t after = other_threads_cpu_ns();
+    const int64_t after = cpu_ns();
     quiet_intervals = after - before < kQuietNs ? quiet_intervals + 1 : 0;
     before = after;
     const double w = waited();

@@ -9,6 +9,8 @@
 // rounds were disturbed, and assemble the rows.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
 #include <utility>
@@ -71,11 +73,13 @@ void warm_up(const std::function<void()>& fn, double seconds);
 // 2.1 GHz TSC; libgomp's for a shorter while), and what is timed next on the same cores
 // would share them. Quiet: the others' CPU time (their thread CPU clocks) grew by less
 // than 5% of two consecutive 5 ms intervals. Waits at least `min_seconds`, at most
-// `max_seconds`.
+// `max_seconds`. `children`: processes whose CPU time counts too (a peer in a child
+// process, its workers spinning after a request).
 struct IdleWait {
   double seconds = 0;  // waited
   bool quiet = false;  // false: still busy at max_seconds
 };
-IdleWait wait_for_idle_threads(double min_seconds, double max_seconds);
+IdleWait wait_for_idle_threads(double min_seconds, double max_seconds,
+                               const std::vector<pid_t>& children = {});
 
 }  // namespace dietcode::bench

@@ -5,27 +5,34 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import readline from 'node:readline';
 import ort from 'onnxruntime-node';
 
 const ORT_VERSION = ort.env.versions?.node ?? '1.30.0'; // package.json pins 1.30.0
 
 const USAGE = `usage: node bert_encoder.mjs --weights FILE --layers L --heads H --io DIR --lengths T1,T2,...
-       [--eps 1e-12] [--threads 1] [--graph standard|fused] [--repeat 10]
+       [--eps 1e-12] [--threads 1] [--graph standard|fused] [--repeat 10] [--serve]
 Reads DIR/input-T.bin (float32 [T, hidden]), writes DIR/ort-GRAPH-output-T.bin and prints
-one JSON line for the session, then one per T.`;
+one JSON line for the session, then one per T. With --serve, times nothing until asked:
+each line "T R" on standard input times length T (one of --lengths) R times and prints
+its line; the script exits at the end of its input.`;
 
 class UsageError extends Error {}
 
 // ---------------------------------------------------------------- command line
 
 function parseArgs(argv) {
-  const opts = { eps: 1e-12, threads: 1, graph: 'standard', repeat: 10 };
+  const opts = { eps: 1e-12, threads: 1, graph: 'standard', repeat: 10, serve: false };
   const known = new Set(['weights', 'layers', 'heads', 'eps', 'threads', 'graph', 'io', 'lengths', 'repeat']);
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--help' || arg === '-h') {
       process.stdout.write(USAGE + '\n');
       process.exit(0);
+    }
+    if (arg === '--serve') {
+      opts.serve = true;
+      continue;
     }
     let key, value;
     const eq = arg.indexOf('=');
@@ -483,11 +490,12 @@ async function main() {
     engine: 'onnxruntime', version: ORT_VERSION, graph: opts.graph, session_ms: round(sessionMs), threads: opts.threads,
   }));
 
-  for (const t of opts.lengths) {
+  // One length: a warm-up run, then `repeat` timed runs; the last output is written out.
+  const timeLength = async (t, repeat) => {
     const feeds = { input: new ort.Tensor('float32', inputs.get(t), built.dims(t)) };
     let result = await session.run(feeds); // warm-up
     const times = [];
-    for (let r = 0; r < opts.repeat; r++) {
+    for (let r = 0; r < repeat; r++) {
       const start = performance.now();
       result = await session.run(feeds);
       times.push(performance.now() - start);
@@ -498,8 +506,21 @@ async function main() {
       new Uint8Array(out.buffer, out.byteOffset, out.byteLength));
     times.sort((a, b) => a - b);
     console.log(JSON.stringify({
-      T: t, median_ms: round(median(times)), best_ms: round(times[0]), worst_ms: round(times[times.length - 1]), runs: opts.repeat,
+      T: t, median_ms: round(median(times)), best_ms: round(times[0]), worst_ms: round(times[times.length - 1]), runs: repeat,
     }));
+  };
+  if (opts.serve) {
+    // The caller's requests, one at a time: it times other engines between them.
+    for await (const line of readline.createInterface({ input: process.stdin, terminal: false })) {
+      const m = /^\s*(\d+)\s+(\d+)\s*$/.exec(line);
+      if (!m) throw new Error(`--serve: bad request '${line}', expected "T R"`);
+      const t = Number(m[1]), repeat = Number(m[2]);
+      if (!inputs.has(t)) throw new Error(`--serve: T=${t} is not one of --lengths`);
+      if (repeat < 1) throw new Error(`--serve: R=${repeat}, expected >= 1`);
+      await timeLength(t, repeat);
+    }
+  } else {
+    for (const t of opts.lengths) await timeLength(t, opts.repeat);
   }
   await session.release();
 }
