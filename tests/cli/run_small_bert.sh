@@ -69,6 +69,29 @@ fi
 if [ -d "$src/bench/peers/ort/node_modules/onnxruntime-node" ] && command -v node >/dev/null; then
   expect_peer onnxruntime-standard
   expect_peer onnxruntime-fused
+  # An ONNX Runtime process that fails, at its start or on a request: noted with its error
+  # output, once (not asked again), and the other engines still timed.
+  for fake in start request; do
+    mkdir -p "$dir/fake-$fake/node_modules/onnxruntime-node"
+  done
+  echo 'process.stderr.write("fake: no session\n"); process.exit(1);' \
+    > "$dir/fake-start/bert_encoder.mjs"
+  cat > "$dir/fake-request/bert_encoder.mjs" <<'JS'
+console.log(JSON.stringify({ engine: 'onnxruntime', version: 'fake', session_ms: 1 }));
+process.stdin.once('data', () => { process.stderr.write('fake: died on a request\n'); process.exit(3); });
+JS
+  for fake in start request; do
+    "$tool" bench --workload bert-base-encoder --model "$dir/model" --weights "$dir/w.st" \
+      --layers 1 --M 1,5 --repeat 2 --rounds 2 --peers onnxruntime \
+      --ort-script "$dir/fake-$fake/bert_encoder.mjs" > "$dir/fake-$fake.txt" 2>&1 ||
+      { cat "$dir/fake-$fake.txt"; exit 1; }
+    grep -q "^ *5 .*%" "$dir/fake-$fake.txt" || { echo "FAIL: no row"; cat "$dir/fake-$fake.txt"; exit 1; }
+  done
+  grep -q "onnxruntime (standard graph): skipped: exit status 1: fake: no session" \
+    "$dir/fake-start.txt" || { cat "$dir/fake-start.txt"; exit 1; }
+  grep -q "onnxruntime (standard graph) T = 1: exit status 3: fake: died on a request" \
+    "$dir/fake-request.txt" && ! grep -q "graph) T = 5" "$dir/fake-request.txt" ||
+    { echo "FAIL: fake-request"; cat "$dir/fake-request.txt"; exit 1; }
 fi
 # Bad input: T = 0, no rounds, a missing module, weights of another size.
 "$tool" bench --workload bert-base-encoder --model "$dir/model" --weights "$dir/w.st" \

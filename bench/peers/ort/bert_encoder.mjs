@@ -485,6 +485,7 @@ async function main() {
   };
   const t0 = performance.now();
   const session = await ort.InferenceSession.create(built.bytes, sessionOptions);
+  built.bytes = null; // the session holds its own copy; a serving process keeps only that
   const sessionMs = performance.now() - t0;
   console.log(JSON.stringify({
     engine: 'onnxruntime', version: ORT_VERSION, graph: opts.graph, session_ms: round(sessionMs), threads: opts.threads,
