@@ -188,22 +188,14 @@ class OrtServer {
     }
     to_ = to_child[1];
     from_ = ::fdopen(from_child[0], "r");
-    // A request written after the child died fails with EPIPE instead of a signal.
-    old_sigpipe_ = std::signal(SIGPIPE, SIG_IGN);
     try {
       session_ = read_line();
     } catch (...) {
-      std::fclose(from_);
-      std::signal(SIGPIPE, old_sigpipe_);
+      stop();
       throw;
     }
   }
-  ~OrtServer() {
-    if (to_ >= 0) ::close(to_);  // end of input: the script releases its session and exits
-    if (from_) std::fclose(from_);
-    if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
-    std::signal(SIGPIPE, old_sigpipe_);
-  }
+  ~OrtServer() { stop(); }
   OrtServer(const OrtServer&) = delete;
   OrtServer& operator=(const OrtServer&) = delete;
 
@@ -234,6 +226,15 @@ class OrtServer {
     if (line.empty() || line.back() != '\n') fail();
     return nlohmann::json::parse(line);
   }
+  // End of input (the script releases its session and exits), then waits for it.
+  void stop() {
+    if (to_ >= 0) ::close(to_);
+    to_ = -1;
+    if (from_) std::fclose(from_);
+    from_ = nullptr;
+    if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
   // The child stopped answering: its exit status and error output.
   [[noreturn]] void fail() {
     failed_ = true;
@@ -251,7 +252,6 @@ class OrtServer {
   pid_t pid_ = -1;
   int to_ = -1;
   FILE* from_ = nullptr;
-  void (*old_sigpipe_)(int) = SIG_DFL;
   bool failed_ = false;
   nlohmann::json session_;
 };
@@ -350,6 +350,12 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
       fs::remove_all(p, ec);
     }
   } cleanup{io};
+  // A request written to an ONNX Runtime process that died fails with EPIPE (OrtServer
+  // reports it) instead of a signal ending this one; restored when the bench returns.
+  struct IgnoreSigpipe {
+    void (*old)(int) = std::signal(SIGPIPE, SIG_IGN);
+    ~IgnoreSigpipe() { std::signal(SIGPIPE, old); }
+  } ignore_sigpipe;
 
   for (int threads : o.threads) {
     runtime::ThreadPool::global().set_num_threads(threads);
