@@ -204,6 +204,7 @@ struct RowData {
   std::vector<int64_t> check_rows;
   std::vector<double> want;  // the check rows, in order, p.n values each
   double bytes = 0;          // every input read once, the output written once
+  double written = 0;        // of which the output
 
   RowData(const WorkloadLayer& layer, int64_t t, std::mt19937_64& rng) : p(layer.row_problem(t)) {
     std::vector<int64_t> sizes = layer.op.buffer_sizes(layer.op.bind({t}));
@@ -214,7 +215,8 @@ struct RowData {
       bytes += 4.0 * double(sizes[i]);
     }
     out.resize(sizes.back());
-    bytes += 4.0 * double(sizes.back());
+    written = 4.0 * double(sizes.back());
+    bytes += written;
     check_rows = pick_check_rows(p.rows, 6, rng);
     want = reference::evaluate_at(layer.op, {t}, pointers(), row_elements(check_rows, p.n));
   }
@@ -950,11 +952,19 @@ class BenchRun {
     add_rows(product_row(layer, t, p, flops, bytes), flops, best, timings);
   }
 
-  // A row operator's rows: GB/s (its bytes moved once) against the bandwidth of the level
-  // that holds them. M, N: rows and row length; K: 0.
+  // A row operator's rows: GB/s (its bytes moved once) against the rate of a loop that
+  // streams as many inputs into one output over the same footprint (a write costs about
+  // two reads: the read loop's rate is no ceiling for an operator that writes). M, N: rows
+  // and row length; K: 0.
   void append_rows(const WorkloadLayer& layer, int64_t t, const RowData& data,
                    const std::map<std::string, Candidate*>& best, ShapeTimings& timings) {
-    const MemoryLevel level = result_.roofline.level_for(data.bytes);
+    const Roofline& r = result_.roofline;
+    const MemoryLevel level = r.stream_level(data.bytes - data.written, data.written);
+    note(
+        fmt::format("{} T={}: roofline {:.1f} GB/s, a loop streaming its {:.3g} KiB read into "
+                    "the {:.3g} KiB written; the read loop alone {:.1f} GB/s ({})",
+                    layer.name, t, level.gbps, (data.bytes - data.written) / 1024,
+                    data.written / 1024, r.level_for(data.bytes).gbps, level.name));
     add_rows({layer.name, "", "", o_.threads, t, data.p.rows, data.p.n, 0, 0, 0, level.gbps, 0,
               level.name, "GB/s"},
              data.bytes, best, timings);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "runtime/buffer.h"
@@ -89,6 +90,57 @@ DC_ROOFLINE_PROBE __attribute__((target("avx512f"))) float read_sum_avx512(const
   return read_sum_of<Floats16>(p, n, passes);
 }
 
+// The stream loop: out = in[0] * one (+ in[1] + ...) over n floats, `passes` times: each
+// element of every input read once and of the output written once, as a row operator moves
+// its data (STREAM's copy and add). A write costs more than a read (the line is read before
+// it is written, and written back later): at a private cache's size a copy moves its bytes
+// at about half the read loop's rate. `one` is a runtime 1, so no copy becomes a memcpy.
+template <typename V, int Inputs>
+DC_ROOFLINE_PROBE __attribute__((always_inline)) inline void stream_of(const float* const* in,
+                                                                       float* out, int64_t n,
+                                                                       int passes, float one) {
+  constexpr int64_t w = sizeof(V) / sizeof(float);
+  const V scale = V{} + one;
+  for (int pass = 0; pass < passes; ++pass) {
+    for (int64_t i = 0; i + w <= n; i += w) {
+      V v = *reinterpret_cast<const V*>(in[0] + i) * scale;
+      for (int j = 1; j < Inputs; ++j) v += *reinterpret_cast<const V*>(in[j] + i);
+      *reinterpret_cast<V*>(out + i) = v;
+    }
+    asm volatile("" : : "r"(out) : "memory");  // every pass stores
+  }
+}
+
+template <typename V>
+DC_ROOFLINE_PROBE __attribute__((always_inline)) inline void stream_inputs(const float* const* in,
+                                                                           int inputs, float* out,
+                                                                           int64_t n, int passes,
+                                                                           float one) {
+  switch (inputs) {
+    case 1:
+      return stream_of<V, 1>(in, out, n, passes, one);
+    case 2:
+      return stream_of<V, 2>(in, out, n, passes, one);
+    case 3:
+      return stream_of<V, 3>(in, out, n, passes, one);
+    default:
+      return stream_of<V, 4>(in, out, n, passes, one);
+  }
+}
+
+DC_ROOFLINE_PROBE __attribute__((target("avx2"))) void stream(const float* const* in, int inputs,
+                                                              float* out, int64_t n, int passes,
+                                                              float one) {
+  stream_inputs<Floats8>(in, inputs, out, n, passes, one);
+}
+
+DC_ROOFLINE_PROBE __attribute__((target("avx512f"))) void stream_avx512(const float* const* in,
+                                                                        int inputs, float* out,
+                                                                        int64_t n, int passes,
+                                                                        float one) {
+  stream_inputs<Floats16>(in, inputs, out, n, passes, one);
+}
+
 // Runs fn(thread_index) on `threads` threads at once; returns the wall time. A caller pinned
 // to one CPU (the bench pins its thread before measuring footprints lazily) would hand its
 // one CPU down to the threads it starts: they get the other CPUs instead.
@@ -149,6 +201,34 @@ double measure_bandwidth(int threads, int64_t bytes_per_thread, schedule::Isa is
   return threads * double(n) * 4 * passes / best * 1e-9;
 }
 
+volatile float runtime_one = 1.0f;
+
+// The stream loop's rate, read and written bytes counted: each thread streams `inputs`
+// arrays into one, the arrays together `bytes_per_thread` long.
+double measure_stream(int threads, int64_t bytes_per_thread, int inputs, schedule::Isa isa) {
+  const int64_t n = std::max<int64_t>(bytes_per_thread / 4 / (inputs + 1) / 128 * 128, 128);
+  std::vector<std::vector<runtime::AlignedBuffer>> buffers(static_cast<size_t>(threads));
+  for (auto& arrays : buffers)
+    for (int a = 0; a <= inputs; ++a) {  // the inputs, then the output
+      arrays.emplace_back(n);
+      for (int64_t i = 0; i < n; ++i) arrays.back()[i] = 1.0f;
+    }
+  const int64_t moved = n * 4 * (inputs + 1);
+  int passes = static_cast<int>(std::clamp<int64_t>((int64_t{1} << 29) / moved, 1, 100000));
+  double best = 1e30;
+  for (int rep = 0; rep < 5; ++rep)  // the best of several, as for the read loop
+    best = std::min(best, timed_on_threads(threads, [&](int t) {
+                      std::vector<const float*> in;
+                      for (int a = 0; a < inputs; ++a) in.push_back(buffers[t][a].data());
+                      float* out = buffers[t][inputs].data();
+                      if (isa == schedule::Isa::Avx512)
+                        stream_avx512(in.data(), inputs, out, n, passes, runtime_one);
+                      else
+                        stream(in.data(), inputs, out, n, passes, runtime_one);
+                    }));
+  return threads * double(moved) * passes / best * 1e-9;
+}
+
 // The DRAM probe reads this many bytes (all threads together): far beyond the part of a
 // last-level cache one core keeps. A virtual machine may hide its caches (no sysfs entries,
 // no CPUID cache leaves); one of this kind has a 32 MiB L3 that its guest cannot see, and a
@@ -166,16 +246,24 @@ bool private_level(const MemoryLevel& l) {
 
 }  // namespace
 
+namespace {
+
+// Rounded up to an eighth of its octave: near the hidden cache's size the rate falls
+// steeply (two threads: a 9.4 MB product's weights warm at 180 GB/s, a 16 MiB loop at 98).
+int64_t rounded_footprint(double bytes) {
+  int64_t step = 1;
+  while (double(step) * 2 <= bytes) step *= 2;
+  step = std::max<int64_t>(step / 8, 1);
+  return (int64_t(bytes) + step - 1) / step * step;
+}
+
+}  // namespace
+
 MemoryLevel Roofline::level_for(double bytes) const {
   for (const MemoryLevel& l : levels)
     if (private_level(l) && bytes <= double(l.capacity)) return l;
   if (bytes >= double(kDramProbeBytes)) return levels.back();
-  // Rounded up to an eighth of its octave: near the hidden cache's size the rate falls
-  // steeply (two threads: a 9.4 MB product's weights warm at 180 GB/s, a 16 MiB loop at 98).
-  int64_t step = 1;
-  while (double(step) * 2 <= bytes) step *= 2;
-  step = std::max<int64_t>(step / 8, 1);
-  const int64_t footprint = (int64_t(bytes) + step - 1) / step * step;
+  const int64_t footprint = rounded_footprint(bytes);
   auto it = footprints_.find(footprint);
   if (it == footprints_.end())
     it = footprints_
@@ -185,6 +273,22 @@ MemoryLevel Roofline::level_for(double bytes) const {
                                   footprint / threads})
              .first;
   return it->second;
+}
+
+MemoryLevel Roofline::stream_level(double read_bytes, double write_bytes) const {
+  MemoryLevel level = level_for(read_bytes + write_bytes);
+  const int inputs =
+      int(std::clamp<double>(std::round(read_bytes / std::max(write_bytes, 1.0)), 1, 4));
+  const int64_t footprint = std::min(rounded_footprint(read_bytes + write_bytes), kDramProbeBytes);
+  auto it = streams_.find({footprint, inputs});
+  if (it == streams_.end())
+    it = streams_
+             .emplace(std::pair{footprint, inputs},
+                      measure_stream(threads, footprint / threads, inputs, isa))
+             .first;
+  level.gbps = it->second;
+  level.probe_bytes = footprint / threads;
+  return level;
 }
 
 double Roofline::remeasure(double bytes) {

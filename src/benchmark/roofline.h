@@ -1,13 +1,16 @@
 // The machine's two ceilings, measured by the benchmark itself at start:
 //   - the FMA peak: independent vector FMA chains, nothing else;
 //   - the read bandwidth of each cache level and of DRAM: vector loads over a buffer
-//     sized to sit in that level, per thread.
+//     sized to sit in that level, per thread;
+//   - for operators that write as much as they read (the row operators), the rate of a
+//     loop streaming inputs into an output over the data's footprint (stream_level).
 // A shape's roofline is min(peak, flops / (bytes / bandwidth of the level holding its data)).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "schedule/isa.h"
@@ -39,6 +42,12 @@ struct Roofline {
   // fall entirely in such a time: a two-thread main job read its 352 MiB at 36 GB/s once,
   // while the model streamed its 340 MB of weights at 66); returns this run's rate.
   double remeasure(double bytes);
+  // The memory ceiling of an operator that reads `read_bytes` and writes `write_bytes`,
+  // each once: level_for's level of their sum, at the rate of a loop that streams as many
+  // inputs (their ratio, 1 to 4) into one output over that footprint, both directions
+  // counted (measured the first time, then reused). Writes cost more than reads: at L2's
+  // size such a copy moved its bytes at half the read loop's rate on the Intel VM.
+  MemoryLevel stream_level(double read_bytes, double write_bytes) const;
   double ceiling_gflops(double flops, double bytes) const;
   // With the bytes coming from `from` (DRAM for weights that are cold).
   double ceiling_gflops(double flops, double bytes, const MemoryLevel& from) const;
@@ -46,6 +55,8 @@ struct Roofline {
 
  private:
   mutable std::map<int64_t, MemoryLevel> footprints_;  // measured by level_for
+  // (footprint, inputs) -> GB/s, measured by stream_level.
+  mutable std::map<std::pair<int64_t, int>, double> streams_;
 };
 
 // Measures with `threads` threads (each pinned to no particular core). Takes ~1 s.

@@ -1,5 +1,5 @@
-// Roofline::level_for (benchmark/roofline.h): which level's bandwidth a shape's bytes are
-// measured against. Routing only; no rate is asserted beyond being measured.
+// Roofline::level_for and stream_level (benchmark/roofline.h): which level's bandwidth a
+// shape's bytes are measured against. Routing only; no rate is asserted beyond being measured.
 #include "benchmark/roofline.h"
 
 #include <gtest/gtest.h>
@@ -85,6 +85,34 @@ TEST(Roofline, ALevelMeasuredAgainKeepsTheFasterRate) {
   const double first = r.level_for(9.4e6).gbps;
   const double again = r.remeasure(9.4e6);
   EXPECT_EQ(r.level_for(9.4e6).gbps, std::max(first, again));
+}
+
+// An operator that writes (a row operator) is bounded by a loop streaming its inputs into an
+// output over its footprint, read and written bytes counted: named by the level that holds
+// the data, measured there (none of the read loops' rates), once per footprint and number
+// of inputs (the ratio of read to written bytes, 1 to 4).
+TEST(Roofline, AnOperatorThatWritesIsBoundedByAStreamLoopOverItsFootprint) {
+  Roofline r = fake_roofline();
+  const MemoryLevel copy = r.stream_level(96 << 10, 96 << 10);
+  EXPECT_EQ(copy.name, "L2");
+  EXPECT_EQ(copy.capacity, 512 << 10);
+  EXPECT_EQ(copy.probe_bytes, 192 << 10);  // the footprint, both directions
+  EXPECT_TRUE(std::isfinite(copy.gbps));
+  EXPECT_GT(copy.gbps, 0);
+  for (double g : {1001.0, 1002.0, 1003.0, 1004.0}) EXPECT_NE(copy.gbps, g);
+  EXPECT_EQ(r.stream_level(96 << 10, 96 << 10).gbps, copy.gbps);          // not measured again
+  EXPECT_EQ(r.stream_level((96 << 10) - 100, 96 << 10).gbps, copy.gbps);  // same footprint
+  // Two inputs into one output over a footprint of the same size: a loop of its own.
+  const MemoryLevel add = r.stream_level(128 << 10, 64 << 10);
+  EXPECT_EQ(add.probe_bytes, 192 << 10);
+  EXPECT_NE(add.gbps, copy.gbps);
+  EXPECT_GT(add.gbps, 0);
+  EXPECT_EQ(r.stream_level(4 << 10, 4 << 10).name, "L1");
+  // Beyond the caches: the level_for name of the footprint, its own loop.
+  const MemoryLevel big = r.stream_level(6e6, 3e6);
+  EXPECT_EQ(big.name, r.level_for(9e6).name);
+  EXPECT_GE(double(big.probe_bytes), 9e6);
+  EXPECT_GT(big.gbps, 0);
 }
 
 }  // namespace
