@@ -390,7 +390,8 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
       // is a read loop over that footprint (Roofline::level_for). Its rate is the fastest
       // of a loop before the rounds and one after each (Roofline::remeasure).
       std::vector<double> read_gbps = {roof.level_for(weight_bytes).gbps};
-      std::vector<ModelPeer*> loaded;  // the libtorch peers that took these weights
+      std::vector<double> peaks = {roof.peak_gflops};  // likewise the FMA peak
+      std::vector<ModelPeer*> loaded;                  // the libtorch peers that took these weights
       for (auto& peer : torch) {
         try {
           auto start = Clock::now();
@@ -540,6 +541,7 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
       for (int round = 0; round < o.rounds; ++round) {
         round_of(round);
         read_gbps.push_back(roof.remeasure(weight_bytes));
+        peaks.push_back(roof.remeasure_peak());
       }
       for (const auto& [peer, n] : trimmed)
         note(
@@ -550,10 +552,12 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
       // Each length's roofline: its FLOPs at the FMA peak, or the weights at the read rate.
       const MemoryLevel level = roof.level_for(weight_bytes);
       note(fmt::format(
-          "{} layers, {} threads: roofline: FMA peak {:.1f} GFLOP/s; weights {:.0f} MB read at "
+          "{} layers, {} threads: roofline: FMA peak {:.1f} GFLOP/s (the fastest of {} probes, "
+          "one before the rounds and one after each: {:.1f}); weights {:.0f} MB read at "
           "{:.1f} GB/s ({}; the fastest of {} read loops, one before the rounds and one after "
           "each: {:.1f} GB/s)",
-          layers, threads, roof.peak_gflops, weight_bytes * 1e-6, level.gbps,
+          layers, threads, roof.peak_gflops, peaks.size(), fmt::join(peaks, ", "),
+          weight_bytes * 1e-6, level.gbps,
           level.name == "DRAM" ? "DRAM" : "a read loop over " + level.name + " re-read warm",
           read_gbps.size(), fmt::join(read_gbps, ", ")));
       std::map<int64_t, double> roofline_ms;

@@ -303,6 +303,12 @@ double Roofline::remeasure(double bytes) {
   return gbps;
 }
 
+double Roofline::remeasure_peak() {
+  const double gflops = measure_peak(threads, isa);
+  peak_gflops = std::max(peak_gflops, gflops);
+  return gflops;
+}
+
 double Roofline::ceiling_gflops(double flops, double bytes) const {
   return ceiling_gflops(flops, bytes, level_for(bytes));
 }

@@ -42,6 +42,10 @@ struct Roofline {
   // fall entirely in such a time: a two-thread main job read its 352 MiB at 36 GB/s once,
   // while the model streamed its 340 MB of weights at 66); returns this run's rate.
   double remeasure(double bytes);
+  // Runs the FMA probe again and keeps the faster peak, as remeasure does for a level (a
+  // one-thread main job's encoder table once took 141 GFLOP/s for the peak, and the products
+  // table 211 minutes later); returns this run's rate.
+  double remeasure_peak();
   // The memory ceiling of an operator that reads `read_bytes` and writes `write_bytes`,
   // each once: level_for's level of their sum, at the rate of a loop that streams as many
   // inputs (their ratio, 1 to 4) into one output over that footprint, both directions

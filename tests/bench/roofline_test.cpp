@@ -87,6 +87,20 @@ TEST(Roofline, ALevelMeasuredAgainKeepsTheFasterRate) {
   EXPECT_EQ(r.level_for(9.4e6).gbps, std::max(first, again));
 }
 
+// The FMA peak measured again keeps the faster rate, as a level does.
+TEST(Roofline, ThePeakMeasuredAgainKeepsTheFasterRate) {
+  Roofline r = fake_roofline();
+  r.peak_gflops = 1e-3;  // as if its first probe had met a neighbour
+  const double measured = r.remeasure_peak();
+  EXPECT_TRUE(std::isfinite(measured));
+  EXPECT_GT(measured, 1e-3);
+  EXPECT_EQ(r.peak_gflops, measured);
+  r.peak_gflops = 1e12;  // faster than any probe
+  EXPECT_LT(r.remeasure_peak(), 1e12);
+  EXPECT_EQ(r.peak_gflops, 1e12);
+  EXPECT_EQ(r.level_for(1).gbps, 1001);  // the levels untouched
+}
+
 // An operator that writes (a row operator) is bounded by a loop streaming its inputs into an
 // output over its footprint, read and written bytes counted: named by the level that holds
 // the data, measured there (none of the read loops' rates), once per footprint and number
