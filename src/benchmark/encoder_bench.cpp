@@ -390,8 +390,10 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
       // is a read loop over that footprint (Roofline::level_for). Its rate is the fastest
       // of a loop before the rounds and one after each (Roofline::remeasure).
       std::vector<double> read_gbps = {roof.level_for(weight_bytes).gbps};
-      std::vector<double> peaks = {roof.peak_gflops};  // likewise the FMA peak
-      std::vector<ModelPeer*> loaded;                  // the libtorch peers that took these weights
+      // Likewise the FMA peak: the fastest so far (this thread count's earlier
+      // configurations' probes too), then a probe after each round.
+      std::vector<double> peaks = {roof.peak_gflops};
+      std::vector<ModelPeer*> loaded;  // the libtorch peers that took these weights
       for (auto& peer : torch) {
         try {
           auto start = Clock::now();
@@ -431,7 +433,7 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
             fastest = std::min(fastest, v.front().median_ms);
             if (key.second == engine) own = v.front().median_ms;
           }
-        if (own > 0 && own >= kFarBehind * fastest) return own;
+        if (fastest > 0 && own >= kFarBehind * fastest) return own;
         return std::nullopt;
       };
       // A peer's timed calls at T in this round, and its warm-up.
@@ -552,12 +554,12 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
       // Each length's roofline: its FLOPs at the FMA peak, or the weights at the read rate.
       const MemoryLevel level = roof.level_for(weight_bytes);
       note(fmt::format(
-          "{} layers, {} threads: roofline: FMA peak {:.1f} GFLOP/s (the fastest of {} probes, "
-          "one before the rounds and one after each: {:.1f}); weights {:.0f} MB read at "
+          "{} layers, {} threads: roofline: FMA peak {:.1f} GFLOP/s (the fastest probe so far: "
+          "{:.1f} before these rounds, then after each: {:.1f}); weights {:.0f} MB read at "
           "{:.1f} GB/s ({}; the fastest of {} read loops, one before the rounds and one after "
           "each: {:.1f} GB/s)",
-          layers, threads, roof.peak_gflops, peaks.size(), fmt::join(peaks, ", "),
-          weight_bytes * 1e-6, level.gbps,
+          layers, threads, roof.peak_gflops, peaks.front(),
+          fmt::join(peaks.begin() + 1, peaks.end(), ", "), weight_bytes * 1e-6, level.gbps,
           level.name == "DRAM" ? "DRAM" : "a read loop over " + level.name + " re-read warm",
           read_gbps.size(), fmt::join(read_gbps, ", ")));
       std::map<int64_t, double> roofline_ms;

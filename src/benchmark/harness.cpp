@@ -960,11 +960,12 @@ class BenchRun {
                    const std::map<std::string, Candidate*>& best, ShapeTimings& timings) {
     const Roofline& r = result_.roofline;
     const MemoryLevel level = r.stream_level(data.bytes - data.written, data.written);
-    note(
-        fmt::format("{} T={}: roofline {:.1f} GB/s, a loop streaming its {:.3g} KiB read into "
-                    "the {:.3g} KiB written; the read loop alone {:.1f} GB/s ({})",
-                    layer.name, t, level.gbps, (data.bytes - data.written) / 1024,
-                    data.written / 1024, r.level_for(data.bytes).gbps, level.name));
+    if (stream_notes_.insert(layer.name + " " + level.name).second)  // once per level
+      note(
+          fmt::format("{} T={}: roofline {:.1f} GB/s, a loop streaming its {:.3g} KiB read into "
+                      "the {:.3g} KiB written; the read loop alone {:.1f} GB/s ({})",
+                      layer.name, t, level.gbps, (data.bytes - data.written) / 1024,
+                      data.written / 1024, r.level_for(data.bytes).gbps, level.name));
     add_rows({layer.name, "", "", o_.threads, t, data.p.rows, data.p.n, 0, 0, 0, level.gbps, 0,
               level.name, "GB/s"},
              data.bytes, best, timings);
@@ -1053,6 +1054,7 @@ class BenchRun {
   BenchResult result_;
   LoadedPeers loaded_;
   std::set<std::string> row_notes_;          // peer + reason: row operators it skipped
+  std::set<std::string> stream_notes_;       // layer + level: a row roofline's note given
   std::map<std::string, double> idle_spin_;  // peer -> how long its workers spin
   double max_idle_spin_ = 0;
   bool busy_noted_ = false;

@@ -101,10 +101,14 @@ DC_ROOFLINE_PROBE __attribute__((always_inline)) inline void stream_of(const flo
                                                                        int passes, float one) {
   constexpr int64_t w = sizeof(V) / sizeof(float);
   const V scale = V{} + one;
+  // The pointers in locals: a store through V (may_alias) could otherwise change in[j], and
+  // each would be loaded again after every store.
+  const float* p[Inputs];
+  for (int j = 0; j < Inputs; ++j) p[j] = in[j];
   for (int pass = 0; pass < passes; ++pass) {
     for (int64_t i = 0; i + w <= n; i += w) {
-      V v = *reinterpret_cast<const V*>(in[0] + i) * scale;
-      for (int j = 1; j < Inputs; ++j) v += *reinterpret_cast<const V*>(in[j] + i);
+      V v = *reinterpret_cast<const V*>(p[0] + i) * scale;
+      for (int j = 1; j < Inputs; ++j) v += *reinterpret_cast<const V*>(p[j] + i);
       *reinterpret_cast<V*>(out + i) = v;
     }
     asm volatile("" : : "r"(out) : "memory");  // every pass stores
