@@ -19,6 +19,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include "benchmark/interleave.h"
@@ -398,6 +399,7 @@ class BenchRun {
       }
       if (!o_.quiet) fmt::print(stderr, "\n");
     }
+    probe_peak_again();
     return std::move(result_);
   }
 
@@ -949,7 +951,8 @@ class BenchRun {
     const GemmProblem& p = data.p;
     double flops = gemm_flops(p);
     double bytes = 4.0 * (data.a.size() + data.b.size() + data.c.size());
-    add_rows(product_row(layer, t, p, flops, bytes), flops, best, timings);
+    add_rows(product_row(layer, t, p, flops, bytes), flops, best, timings,
+             memory_gflops(flops, bytes, product_level(bytes)));
   }
 
   // A row operator's rows: GB/s (its bytes moved once) against the rate of a loop that
@@ -981,7 +984,7 @@ class BenchRun {
     add_rows({layer.name, "", "", o_.threads, t, t, t, data.d, 0, 0,
               result_.roofline.ceiling_gflops(flops, bytes), 0,
               result_.roofline.level_for(bytes).name, "GFLOP/s"},
-             flops, best, timings);
+             flops, best, timings, memory_gflops(flops, bytes, result_.roofline.level_for(bytes)));
     auto comp = best.find("composition");
     if (comp != best.end())
       note(fmt::format("{} T={}: composition = {}", layer.name, t, comp->second->variant));
@@ -993,7 +996,8 @@ class BenchRun {
                    const std::map<std::string, Candidate*>& best, ShapeTimings& timings) {
     const GemmProblem& p = data.p;
     double flops = gemm_flops(p);
-    add_rows(product_row(layer, t, p, flops, data.bytes), flops, best, timings);
+    add_rows(product_row(layer, t, p, flops, data.bytes), flops, best, timings,
+             memory_gflops(flops, data.bytes, product_level(data.bytes)));
     auto comp = best.find("composition");
     if (comp != best.end())
       note(fmt::format("{} T={}: composition = {}", layer.name, t, comp->second->variant));
@@ -1004,7 +1008,7 @@ class BenchRun {
   Measurement product_row(const WorkloadLayer& layer, int64_t t, const GemmProblem& p, double flops,
                           double bytes) const {
     const Roofline& r = result_.roofline;
-    const MemoryLevel level = cold() ? r.levels.back() : r.level_for(bytes);
+    const MemoryLevel level = product_level(bytes);
     Measurement m{layer.name,
                   "",
                   "",
@@ -1023,9 +1027,35 @@ class BenchRun {
     return m;
   }
 
+  // The level a product's `bytes` come from: DRAM when timed with cold weights.
+  MemoryLevel product_level(double bytes) const {
+    const Roofline& r = result_.roofline;
+    return cold() ? r.levels.back() : r.level_for(bytes);
+  }
+
+  static double memory_gflops(double flops, double bytes, const MemoryLevel& level) {
+    return flops / (bytes / (level.gbps * 1e9)) * 1e-9;
+  }
+
+  // Phase 9: the FMA peak probed again after every timing, the faster rate kept and the
+  // GFLOP/s rows' rooflines recomputed with it (apply_peak).
+  void probe_peak_again() {
+    Roofline& r = result_.roofline;
+    const double before = r.peak_gflops;
+    const double again = r.remeasure_peak();
+    if (r.peak_gflops <= before) return;
+    apply_peak(result_.rows, memory_gflops_, r.peak_gflops);
+    note(fmt::format(
+        "FMA peak probed again after the timings: {:.1f} GFLOP/s, above the {:.1f} of the "
+        "probe at the start; the rooflines in GFLOP/s use it",
+        again, before));
+  }
+
   // `shape` with each implementation's time, rate (work / time / 1e9) and error.
+  // `memory`: the memory term of a GFLOP/s roofline (apply_peak), infinite for GB/s rows.
   void add_rows(const Measurement& shape, double work,
-                const std::map<std::string, Candidate*>& best, ShapeTimings& timings) {
+                const std::map<std::string, Candidate*>& best, ShapeTimings& timings,
+                double memory = std::numeric_limits<double>::infinity()) {
     for (auto& [impl, c] : best) {
       Measurement m = shape;
       m.impl = impl;
@@ -1035,6 +1065,7 @@ class BenchRun {
       m.max_rel_err = c->error;
       m.disturbed = timings.spread >= kDisturbedSpread;
       result_.rows.push_back(m);
+      memory_gflops_.push_back(memory);
     }
   }
 
@@ -1055,6 +1086,7 @@ class BenchRun {
   LoadedPeers loaded_;
   std::set<std::string> row_notes_;          // peer + reason: row operators it skipped
   std::set<std::string> stream_notes_;       // layer + level: a row roofline's note given
+  std::vector<double> memory_gflops_;        // per row of result_.rows (add_rows)
   std::map<std::string, double> idle_spin_;  // peer -> how long its workers spin
   double max_idle_spin_ = 0;
   bool busy_noted_ = false;
@@ -1069,6 +1101,14 @@ class BenchRun {
 
 BenchResult run_bench(const BenchOptions& options) {
   return BenchRun(options).run();
+}
+
+void apply_peak(std::vector<Measurement>& rows, const std::vector<double>& memory_gflops,
+                double peak) {
+  if (memory_gflops.size() != rows.size())
+    throw std::logic_error("apply_peak: a memory term per row expected");
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].unit == "GFLOP/s") rows[i].roofline_gflops = std::min(peak, memory_gflops[i]);
 }
 
 std::string default_peers_dir() {

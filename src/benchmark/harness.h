@@ -6,7 +6,7 @@
 // measure the roofline and load the peers, then per layer build our candidates (tuned
 // modules, sweep or given kernels), and per shape check every implementation against
 // float64, time the best variant of each in interleaved rounds, re-measure a shape whose
-// rounds were disturbed, and assemble the rows.
+// rounds were disturbed, and assemble the rows; last, probe the FMA peak again.
 #pragma once
 
 #include <sys/types.h>
@@ -58,6 +58,14 @@ BenchResult run_bench(const BenchOptions& options);
 
 // Where the peer plugins are by default: `peers/` beside the running executable.
 std::string default_peers_dir();
+
+// The rows' rooflines in GFLOP/s with the FMA peak at `peak`: min(peak, the row's memory
+// term, `memory_gflops[i]`: its FLOPs over its bytes at its level's rate). Rows in another
+// unit (GB/s) keep theirs. run_bench probes the peak again after the timings and applies
+// the faster rate: one probe at the start that met a neighbour put every product's roofline
+// low (an encoder table's probe once read 141 GFLOP/s, the next table's 211).
+void apply_peak(std::vector<Measurement>& rows, const std::vector<double>& memory_gflops,
+                double peak);
 
 // A bench that sleeps between implementations (so that their workers stop spinning) times
 // each on a core that was idle, and an idle vCPU comes back slow: on a 2-vCPU VM a 2 us

@@ -5,6 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "benchmark/harness.h"
 
 namespace dietcode::bench {
 namespace {
@@ -99,6 +104,27 @@ TEST(Roofline, ThePeakMeasuredAgainKeepsTheFasterRate) {
   EXPECT_LT(r.remeasure_peak(), 1e12);
   EXPECT_EQ(r.peak_gflops, 1e12);
   EXPECT_EQ(r.level_for(1).gbps, 1001);  // the levels untouched
+}
+
+// A faster peak found after the timings: each product row's roofline is min(peak, its
+// memory term), so a row bound by its bytes keeps its roofline, one bound by the old peak
+// rises to the new one or to its memory term; a row in GB/s keeps its roofline.
+TEST(Roofline, AFasterPeakRaisesTheRowsItBoundedUpToTheirMemoryTerm) {
+  auto row = [](double roofline, const char* unit) {
+    Measurement m;
+    m.roofline_gflops = roofline;
+    m.unit = unit;
+    return m;
+  };
+  std::vector<Measurement> rows = {row(100, "GFLOP/s"), row(100, "GFLOP/s"), row(40, "GFLOP/s"),
+                                   row(90, "GB/s")};
+  const double inf = std::numeric_limits<double>::infinity();
+  apply_peak(rows, {1e6, 150, 40, inf}, 200);  // the old peak was 100
+  EXPECT_EQ(rows[0].roofline_gflops, 200);     // compute-bound: the new peak
+  EXPECT_EQ(rows[1].roofline_gflops, 150);     // now bound by its bytes
+  EXPECT_EQ(rows[2].roofline_gflops, 40);      // bound by its bytes before and after
+  EXPECT_EQ(rows[3].roofline_gflops, 90);      // a bandwidth, not a peak
+  EXPECT_THROW(apply_peak(rows, {1, 2}, 300), std::logic_error);
 }
 
 // An operator that writes (a row operator) is bounded by a loop streaming its inputs into an
