@@ -63,9 +63,9 @@ constexpr double kEncoderWarmUpSeconds = 0.05;
 // there cannot be the best peer at that length: in the later rounds it is timed with one
 // call (ONNX Runtime's script is asked for one run), and an in-process peer without the
 // warm-up where that call lasts longer than kLongCallMs (the warm-up's 1.5-4 ms of a slow
-// vCPU are then below 2%). libtorch's two engines on twelve
-// layers were 3-8x slower than ONNX Runtime at 1 thread and took 2.7 of the main job's
-// 16 minutes (stop 59, 9 timed calls and 3 warm-ups a length each).
+// vCPU are then below 2%). libtorch's two engines on twelve layers were 3-8x slower than
+// ONNX Runtime at 1 thread and took 2.7 of the main job's 16 minutes (stop 59, 9 timed calls
+// and 3 warm-ups a length each).
 constexpr double kFarBehind = 2.0;
 constexpr double kLongCallMs = 200;
 

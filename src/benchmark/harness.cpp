@@ -952,7 +952,7 @@ class BenchRun {
     double flops = gemm_flops(p);
     double bytes = 4.0 * (data.a.size() + data.b.size() + data.c.size());
     add_rows(product_row(layer, t, p, flops, bytes), flops, best, timings,
-             memory_gflops(flops, bytes, product_level(bytes)));
+             Roofline::memory_gflops(flops, bytes, product_level(bytes)));
   }
 
   // A row operator's rows: GB/s (its bytes moved once) against the rate of a loop that
@@ -981,10 +981,10 @@ class BenchRun {
                    const std::map<std::string, Candidate*>& best, ShapeTimings& timings) {
     double flops = layer.attention_flops(t);
     double bytes = 4.0 * double(4 * data.heads * t * data.d);
+    const MemoryLevel level = result_.roofline.level_for(bytes);
     add_rows({layer.name, "", "", o_.threads, t, t, t, data.d, 0, 0,
-              result_.roofline.ceiling_gflops(flops, bytes), 0,
-              result_.roofline.level_for(bytes).name, "GFLOP/s"},
-             flops, best, timings, memory_gflops(flops, bytes, result_.roofline.level_for(bytes)));
+              result_.roofline.ceiling_gflops(flops, bytes, level), 0, level.name, "GFLOP/s"},
+             flops, best, timings, Roofline::memory_gflops(flops, bytes, level));
     auto comp = best.find("composition");
     if (comp != best.end())
       note(fmt::format("{} T={}: composition = {}", layer.name, t, comp->second->variant));
@@ -997,7 +997,7 @@ class BenchRun {
     const GemmProblem& p = data.p;
     double flops = gemm_flops(p);
     add_rows(product_row(layer, t, p, flops, data.bytes), flops, best, timings,
-             memory_gflops(flops, data.bytes, product_level(data.bytes)));
+             Roofline::memory_gflops(flops, data.bytes, product_level(data.bytes)));
     auto comp = best.find("composition");
     if (comp != best.end())
       note(fmt::format("{} T={}: composition = {}", layer.name, t, comp->second->variant));
@@ -1031,10 +1031,6 @@ class BenchRun {
   MemoryLevel product_level(double bytes) const {
     const Roofline& r = result_.roofline;
     return cold() ? r.levels.back() : r.level_for(bytes);
-  }
-
-  static double memory_gflops(double flops, double bytes, const MemoryLevel& level) {
-    return flops / (bytes / (level.gbps * 1e9)) * 1e-9;
   }
 
   // Phase 9: the FMA peak probed again after every timing, the faster rate kept and the

@@ -55,6 +55,8 @@ struct Roofline {
   double ceiling_gflops(double flops, double bytes) const;
   // With the bytes coming from `from` (DRAM for weights that are cold).
   double ceiling_gflops(double flops, double bytes, const MemoryLevel& from) const;
+  // The memory term of that ceiling: `flops` over the time `bytes` take at `from`'s rate.
+  static double memory_gflops(double flops, double bytes, const MemoryLevel& from);
   std::string describe() const;
 
  private:
