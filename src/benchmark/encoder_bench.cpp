@@ -419,28 +419,31 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
       }
       // Every engine's measurements at T, one per round.
       std::map<std::pair<int64_t, std::string>, std::vector<EncoderMeasurement>> runs;
-      auto add = [&](int64_t t, const std::string& engine, EncoderMeasurement e, double diff) {
+      // Each peer's median at T in the first round (none where it failed there).
+      std::map<std::pair<int64_t, std::string>, double> first_round;
+      auto add = [&](int round, int64_t t, const std::string& engine, EncoderMeasurement e,
+                     double diff) {
         e.diff = diff;
+        if (round == 0 && engine != "dietcode") first_round[{t, engine}] = e.median_ms;
         runs[{t, engine}].push_back(e);
       };
       const int per_round = std::max(1, (o.repeat + o.rounds - 1) / o.rounds);
       // The first round's median of a peer at T, if it was kFarBehind the fastest peer's.
-      std::map<std::string, int> trimmed;  // peer -> lengths timed once in later rounds
+      std::map<std::string, std::set<int64_t>> trimmed;  // peer -> lengths timed once later
       auto far_behind = [&](int64_t t, const std::string& engine) -> std::optional<double> {
-        double fastest = std::numeric_limits<double>::infinity(), own = 0;
-        for (const auto& [key, v] : runs)
-          if (key.first == t && key.second != "dietcode" && !v.empty()) {
-            fastest = std::min(fastest, v.front().median_ms);
-            if (key.second == engine) own = v.front().median_ms;
-          }
-        if (fastest > 0 && own >= kFarBehind * fastest) return own;
+        auto own = first_round.find({t, engine});
+        if (own == first_round.end()) return std::nullopt;  // no first round to judge by
+        double fastest = std::numeric_limits<double>::infinity();
+        for (const auto& [key, ms] : first_round)
+          if (key.first == t) fastest = std::min(fastest, ms);
+        if (own->second >= kFarBehind * fastest) return own->second;
         return std::nullopt;
       };
       // A peer's timed calls at T in this round, and its warm-up.
       auto calls_of = [&](int round, int64_t t, const std::string& engine) {
         std::optional<double> first = round > 0 ? far_behind(t, engine) : std::nullopt;
         if (!first) return std::pair{per_round, kEncoderWarmUpSeconds};
-        if (round == 1) ++trimmed[engine];
+        trimmed[engine].insert(t);
         return std::pair{1, *first > kLongCallMs ? 0.0 : kEncoderWarmUpSeconds};
       };
       // ONNX Runtime's two graphs, each a session in a child process for all the rounds.
@@ -485,7 +488,8 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
           std::vector<std::function<void()>> engines;
           engines.push_back([&] {
             settle_all();
-            add(t, "dietcode", time_calls(per_round, [&] { m.forward(x.data(), t, y.data()); }), 0);
+            add(round, t, "dietcode",
+                time_calls(per_round, [&] { m.forward(x.data(), t, y.data()); }), 0);
             if (round > 0) return;
             ours[t] = y;
             if (layers * t <= 24) {  // cheap enough: ours against the float64 encoder too
@@ -502,7 +506,7 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
               try {
                 EncoderMeasurement e = time_calls(
                     calls, [&] { peer->forward(x.data(), t, peer_y.data()); }, warm);
-                add(t, peer->name(), e, relative_difference(peer_y, ours.at(t)));
+                add(round, t, peer->name(), e, relative_difference(peer_y, ours.at(t)));
               } catch (const std::exception& e) {
                 if (round == 0) note(fmt::format("{} T = {}: {}", peer->name(), t, e.what()));
               }
@@ -521,7 +525,7 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
                 e.median_ms = j.at("median_ms").get<double>();
                 e.best_ms = j.at("best_ms").get<double>();
                 e.worst_ms = j.at("worst_ms").get<double>();
-                add(t, "onnxruntime-" + graph, e, relative_difference(out, ours.at(t)));
+                add(round, t, "onnxruntime-" + graph, e, relative_difference(out, ours.at(t)));
               } catch (const std::exception& e) {
                 note(fmt::format("onnxruntime ({} graph) T = {}: {}", graph, t, e.what()));
               }
@@ -545,11 +549,11 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
         read_gbps.push_back(roof.remeasure(weight_bytes));
         peaks.push_back(roof.remeasure_peak());
       }
-      for (const auto& [peer, n] : trimmed)
+      for (const auto& [peer, at] : trimmed)
         note(
             fmt::format("{} layers, {} threads: {} at {} of {} lengths at least {:g}x the "
                         "fastest peer's time in the first round, one call per later round there",
-                        layers, threads, peer, n, o.lengths.size(), kFarBehind));
+                        layers, threads, peer, at.size(), o.lengths.size(), kFarBehind));
       ort.clear();  // the sessions end before the next configuration's are made
       // Each length's roofline: its FLOPs at the FMA peak, or the weights at the read rate.
       const MemoryLevel level = roof.level_for(weight_bytes);
