@@ -30,6 +30,26 @@ for t in 1 7 16 45; do
 done
 "$tool" run "$dir/model" --weights "$dir/w.st" --seq 3 --layers 1 --threads 2 --check > "$dir/run.out"
 grep -q "^model .*: 1 layers, hidden 64, 4 heads, ffn 136" "$dir/run.out" || { cat "$dir/run.out"; exit 1; }
+# Two model directories side by side (--against): the same modules in a copy, so the outputs
+# agree exactly; the ratio and its interval, and one row per distinct operator (six).
+cp -r "$dir/model" "$dir/model2"
+"$tool" run "$dir/model" --weights "$dir/w.st" --seq 9 --repeat 6 --profile --against "$dir/model2" \
+  > "$dir/ab.out" || { cat "$dir/ab.out"; exit 1; }
+grep -q "^T = 9, 1 thread, 6 pairs of calls (ABBA): A .* median [0-9.]* ms, B .*model2 median [0-9.]* ms$" "$dir/ab.out" &&
+  grep -q "^time B / A: [0-9.]* (95% interval [0-9.]* to [0-9.]*; < 1: B faster); outputs differ by at most 0.0e+00 of the largest$" "$dir/ab.out" &&
+  [ "$(grep -c "^  [0-9.]* ([0-9.]* to [0-9.]*) " "$dir/ab.out")" = 6 ] ||
+  { echo "FAIL: --against"; cat "$dir/ab.out"; exit 1; }
+# The interval brackets the ratio.
+awk '/^time B \/ A:/ { r = $5; lo = $8; hi = $10; sub(";", "", hi); if (!(lo <= r && r <= hi)) { print "FAIL: interval: " $0; exit 1 } }' \
+  "$dir/ab.out" || exit 1
+if "$tool" run "$dir/model" --weights "$dir/w.st" --against "$dir/none" > "$dir/err.out" 2>&1 ||
+  ! grep -q "$dir/none" "$dir/err.out"; then
+  echo "FAIL: --against a missing directory"; cat "$dir/err.out"; exit 1
+fi
+if "$tool" run "$dir/model" --weights "$dir/w.st" --against "$dir/model2" --check > "$dir/err.out" 2>&1 ||
+  ! grep -q "one at a time" "$dir/err.out"; then
+  echo "FAIL: --against with --check"; cat "$dir/err.out"; exit 1
+fi
 # The encoder benchmark on this model: our rows for every (layers, T), and each peer that
 # is installed (libtorch's plugin, ONNX Runtime's node_modules) with outputs matching ours.
 "$tool" bench --workload bert-base-encoder --model "$dir/model" --weights "$dir/w.st" \

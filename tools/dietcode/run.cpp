@@ -1,10 +1,12 @@
 // `dietcode run`: a tuned BERT encoder on one sequence. Loads the model directory's modules
 // (JIT) and the weights, runs a seeded random input of T tokens, prints the latency
 // (median of --repeat runs after one warm-up) and a checksum of the output; --check also
-// compares the output with the float64 encoder (model/bert_reference.h).
+// compares the output with the float64 encoder (model/bert_reference.h). --against times a
+// second model directory of the same encoder beside the first, call for call (below).
 //
 //   dietcode weights bert.safetensors --random --layers 2
 //   dietcode run dietcode-out/bert-base --weights bert.safetensors --seq 37
+//   dietcode run retuned --weights bert.safetensors --seq 37 --against dietcode-out/bert-base
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,12 +37,120 @@ struct RunOptions {
   uint64_t seed = 1;
   bool check = false;
   bool profile = false;
+  std::string against;  // a second model directory, timed side by side
 };
+
+// The time ratio of two models from calls made in pairs, one of each back to back, in
+// ABBA order. A shared VM's speed drifts by 30-50% over seconds, so two medians taken a
+// minute apart can differ by more than the change being measured; the calls of a pair
+// meet the same machine, and the log-ratios of the pairs average that out. The interval
+// is the mean log-ratio +- t(0.975, n - 1) standard errors.
+struct PairedRatio {
+  double ratio = 0, low = 0, high = 0;
+};
+
+PairedRatio paired_ratio(const std::vector<double>& a, const std::vector<double>& b) {
+  const size_t n = a.size();
+  std::vector<double> d;
+  for (size_t i = 0; i < n; ++i) d.push_back(std::log(b[i] / a[i]));
+  double mean = 0;
+  for (double x : d) mean += x / double(n);
+  if (n < 2) return {std::exp(mean), std::exp(mean), std::exp(mean)};
+  double var = 0;
+  for (double x : d) var += (x - mean) * (x - mean) / double(n - 1);
+  // Student's t quantile at 0.975 (Cornish-Fisher series in 1 / df; within 0.5% of the
+  // table from df = 3, 6% at df = 1).
+  const double z = 1.959964, df = double(n - 1);
+  const double t = z + (z * z * z + z) / (4 * df) +
+                   (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * df * df);
+  const double half = t * std::sqrt(var / double(n));
+  return {std::exp(mean), std::exp(mean - half), std::exp(mean + half)};
+}
+
+// One call; with `per_op`, each operator's seconds of it are added there (by description).
+double timed_forward(const model::Model& m, const float* x, int64_t t, float* y,
+                     std::map<std::string, double>* per_op) {
+  auto start = std::chrono::steady_clock::now();
+  if (!per_op) {
+    m.forward(x, t, y);
+  } else {
+    std::vector<double> node_seconds;
+    m.forward_profiled(x, t, y, node_seconds);
+    for (size_t i = 0; i < node_seconds.size(); ++i)
+      (*per_op)[m.graph().nodes()[i].op.describe()] += node_seconds[i];
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// --against: model B beside model A (the positional one), `repeat` pairs of calls.
+int compare_models(const RunOptions& o, const model::Model& a, const std::vector<float>& x) {
+  model::ModelOptions options;
+  options.layers = o.layers;
+  model::Model b = model::Model::load(o.against, o.weights, options);
+  const model::BertConfig &ca = a.config(), &cb = b.config();
+  if (ca.layers != cb.layers || ca.hidden != cb.hidden || ca.heads != cb.heads || ca.ffn != cb.ffn)
+    user_error("--against {}: {} layers, hidden {}, {} heads, ffn {}; {} has {}, {}, {}, {}",
+               o.against, cb.layers, cb.hidden, cb.heads, cb.ffn, o.model_dir, ca.layers, ca.hidden,
+               ca.heads, ca.ffn);
+  fmt::print("against {}:\n{}", o.against, b.describe());
+  std::vector<float> ya(x.size()), yb(x.size());
+  a.forward(x.data(), o.seq, ya.data());  // warm-up, one each
+  b.forward(x.data(), o.seq, yb.data());
+  double max_diff = 0, max_abs = 0;
+  for (size_t i = 0; i < ya.size(); ++i) {
+    max_diff = std::max(max_diff, double(std::abs(ya[i] - yb[i])));
+    max_abs = std::max(max_abs, double(std::abs(ya[i])));
+  }
+  std::vector<double> ta, tb;
+  std::vector<std::map<std::string, double>> ops_a(o.repeat), ops_b(o.repeat);
+  for (int r = 0; r < o.repeat; ++r) {
+    auto* pa = o.profile ? &ops_a[r] : nullptr;
+    auto* pb = o.profile ? &ops_b[r] : nullptr;
+    if (r % 2 == 0) {
+      ta.push_back(timed_forward(a, x.data(), o.seq, ya.data(), pa));
+      tb.push_back(timed_forward(b, x.data(), o.seq, yb.data(), pb));
+    } else {
+      tb.push_back(timed_forward(b, x.data(), o.seq, yb.data(), pb));
+      ta.push_back(timed_forward(a, x.data(), o.seq, ya.data(), pa));
+    }
+  }
+  auto median_ms = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return 1e3 * v[v.size() / 2];
+  };
+  const PairedRatio all = paired_ratio(ta, tb);
+  fmt::print(
+      "T = {}, {} thread{}, {} pairs of calls (ABBA): A {} median {:.3f} ms, B {} median {:.3f} "
+      "ms\ntime B / A: {:.3f} (95% interval {:.3f} to {:.3f}; < 1: B faster); outputs differ "
+      "by at most {:.1e} of the largest\n",
+      o.seq, o.threads, o.threads == 1 ? "" : "s", o.repeat, o.model_dir, median_ms(ta), o.against,
+      median_ms(tb), all.ratio, all.low, all.high, max_diff / std::max(max_abs, 1e-30));
+  if (o.profile) {
+    fmt::print("per operator, time B / A (95% interval), A's and B's mean ms per call:\n");
+    for (const auto& [name, unused] : ops_a[0]) {
+      std::vector<double> sa, sb;
+      for (int r = 0; r < o.repeat; ++r) {
+        sa.push_back(ops_a[r].at(name));
+        sb.push_back(ops_b[r].at(name));
+      }
+      const PairedRatio p = paired_ratio(sa, sb);
+      double mean_a = 0, mean_b = 0;
+      for (int r = 0; r < o.repeat; ++r) {
+        mean_a += 1e3 * sa[r] / o.repeat;
+        mean_b += 1e3 * sb[r] / o.repeat;
+      }
+      fmt::print("  {:.3f} ({:.3f} to {:.3f})  {:>8.3f} {:>8.3f}  {}\n", p.ratio, p.low, p.high,
+                 mean_a, mean_b, name);
+    }
+  }
+  return 0;
+}
 
 int run_model(const RunOptions& o) {
   if (o.seq < 1) user_error("--seq {}: expected a sequence length >= 1", o.seq);
   if (o.threads < 1) user_error("--threads {}: expected >= 1", o.threads);
   if (o.repeat < 1) user_error("--repeat {}: expected >= 1", o.repeat);
+  if (!o.against.empty() && o.check) user_error("--against and --check: one at a time");
   runtime::ThreadPool::global().set_num_threads(o.threads);
   model::ModelOptions options;
   options.layers = o.layers;
@@ -58,6 +168,7 @@ int run_model(const RunOptions& o) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> x(o.seq * c.hidden), y(x.size());
   for (float& e : x) e = dist(rng);
+  if (!o.against.empty()) return compare_models(o, m, x);
   std::vector<double> times;
   for (int r = 0; r <= o.repeat; ++r) {
     auto start = std::chrono::steady_clock::now();
@@ -125,6 +236,9 @@ void register_run(CLI::App& app, Action& action) {
   cmd->add_option("--seed", o->seed, "seed of the random input")->capture_default_str();
   cmd->add_flag("--check", o->check, "compare the output with the float64 encoder");
   cmd->add_flag("--profile", o->profile, "time each operator of the model");
+  cmd->add_option("--against", o->against,
+                  "a second model directory of the same encoder, timed beside this one in pairs "
+                  "of calls: the time ratio with its 95% interval (with --profile, per operator)");
   cmd->callback([&action, o] { action = [o] { return run_model(*o); }; });
 }
 
