@@ -230,8 +230,37 @@ void Model::forward_profiled(const float* input, int64_t t, float* output,
   run(input, t, output, &node_seconds);
 }
 
-void Model::run(const float* input, int64_t t, float* output,
-                std::vector<double>* node_seconds) const {
+void Model::forward_choosing(const float* input, int64_t t, float* output,
+                             const std::vector<KernelChoice>& choices,
+                             std::vector<double>& node_seconds) const {
+  const Impl& m = *impl_;
+  std::vector<int> kernel_of(m.modules.size(), -1);
+  for (const KernelChoice& c : choices) {
+    const runtime::Module& mod = module(c.module);
+    if (c.kernel < 0 || c.kernel >= mod.num_kernels())
+      user_error("module {}: kernel {} asked for; it has {}", c.module, c.kernel,
+                 mod.num_kernels());
+    kernel_of[&mod - m.modules.data()] = c.kernel;
+  }
+  node_seconds.resize(m.graph.nodes().size(), 0.0);
+  run(input, t, output, &node_seconds, &kernel_of);
+}
+
+const runtime::Module& Model::module(const std::string& name) const {
+  const Impl& m = *impl_;
+  for (size_t i = 0; i < m.operator_names.size(); ++i)
+    if (m.operator_names[i] == name) return m.modules[i];
+  std::string known;
+  for (const std::string& n : m.operator_names) known += (known.empty() ? "" : ", ") + n;
+  user_error("no module {} in this model; it has {}", name, known);
+}
+
+const std::vector<std::string>& Model::module_names() const {
+  return impl_->operator_names;
+}
+
+void Model::run(const float* input, int64_t t, float* output, std::vector<double>* node_seconds,
+                const std::vector<int>* kernel_of) const {
   if (t < 1) user_error("forward: sequence length {}; expected >= 1", t);
   if (!input || !output) user_error("forward: null input or output");
   Impl& m = *impl_;
@@ -276,8 +305,13 @@ void Model::run(const float* input, int64_t t, float* output,
     const Impl::Step& step = m.steps[s];
     const auto start =
         node_seconds ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    step.module->run(shape, args, {pointer(n.output), g.tensor(n.output).elements(t)},
-                     step.packed.per_kernel.empty() ? nullptr : &step.packed);
+    const runtime::PackedWeights* packed = step.packed.per_kernel.empty() ? nullptr : &step.packed;
+    const int chosen = kernel_of ? (*kernel_of)[step.module - m.modules.data()] : -1;
+    if (chosen < 0)
+      step.module->run(shape, args, {pointer(n.output), g.tensor(n.output).elements(t)}, packed);
+    else
+      step.module->run_kernel(chosen, shape, args,
+                              {pointer(n.output), g.tensor(n.output).elements(t)}, packed);
     if (node_seconds) (*node_seconds)[s] += seconds_since(start);
   }
 

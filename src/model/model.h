@@ -22,6 +22,10 @@
 #include "model/bert.h"
 #include "model/graph.h"
 
+namespace dietcode::runtime {
+class Module;
+}
+
 namespace dietcode::model {
 
 struct ModelOptions {
@@ -54,6 +58,22 @@ class Model {
   // forward, adding each node's seconds to node_seconds[node] (sized to the graph's nodes).
   void forward_profiled(const float* input, int64_t t, float* output,
                         std::vector<double>& node_seconds) const;
+  // An operator's module (by its name: qkv, attention, out, ln, ffn1, ffn2) running one of
+  // its kernels in place of the one its dispatch selects.
+  struct KernelChoice {
+    std::string module;
+    int kernel = 0;
+  };
+  // forward_profiled with those choices: for timing a module's kernels inside the model,
+  // where the operators around them have just run (workflow/refine_model.h). Throws
+  // dietcode::Error for an unknown module or kernel.
+  void forward_choosing(const float* input, int64_t t, float* output,
+                        const std::vector<KernelChoice>& choices,
+                        std::vector<double>& node_seconds) const;
+  // The module of an operator by its name; throws dietcode::Error for another name.
+  const runtime::Module& module(const std::string& name) const;
+  // The names of the operators' modules, in graph order of first use.
+  const std::vector<std::string>& module_names() const;
 
   const BertConfig& config() const;
   const Graph& graph() const;
@@ -76,7 +96,9 @@ class Model {
  private:
   struct Impl;
   explicit Model(std::unique_ptr<Impl> impl);
-  void run(const float* input, int64_t t, float* output, std::vector<double>* node_seconds) const;
+  // kernel_of: per module (Impl::modules' order), the kernel to run, or -1 for its dispatch.
+  void run(const float* input, int64_t t, float* output, std::vector<double>* node_seconds,
+           const std::vector<int>* kernel_of = nullptr) const;
   std::unique_ptr<Impl> impl_;
 };
 

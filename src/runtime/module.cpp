@@ -111,7 +111,14 @@ int64_t Module::scratch_bytes() const {
 
 void Module::run(const std::vector<int64_t>& shape, const std::vector<ConstTensor>& inputs,
                  MutableTensor output, const PackedWeights* packed) const {
-  int i = select(shape);
+  run_kernel(select(shape), shape, inputs, output, packed);
+}
+
+void Module::run_kernel(int i, const std::vector<int64_t>& shape,
+                        const std::vector<ConstTensor>& inputs, MutableTensor output,
+                        const PackedWeights* packed) const {
+  if (i < 0 || i >= num_kernels())
+    user_error("operator {}: kernel {} asked for; the module has {}", op_.name, i, num_kernels());
   const Kernel& k = kernels_[i];
   if (!k.needs_prepack()) return k.run(shape, inputs, output);
   if (!packed || packed->per_kernel.size() != kernels_.size())

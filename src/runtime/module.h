@@ -102,6 +102,12 @@ class Module {
   // raw weights; if `packed` is given, kernels that pre-pack use it instead.
   void run(const std::vector<int64_t>& shape, const std::vector<ConstTensor>& inputs,
            MutableTensor output, const PackedWeights* packed = nullptr) const;
+  // Runs kernel `kernel` whatever the shape dispatches to (any kernel of a module computes
+  // every shape): for comparing a module's kernels where it runs (model::Model's
+  // KernelChoice). Throws dietcode::Error for an index out of range.
+  void run_kernel(int kernel, const std::vector<int64_t>& shape,
+                  const std::vector<ConstTensor>& inputs, MutableTensor output,
+                  const PackedWeights* packed = nullptr) const;
 
  private:
   Module() = default;

@@ -1,6 +1,7 @@
 // Small statistics shared by the tuner and the reports.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -17,6 +18,34 @@ inline double geomean(const std::vector<double>& values) {
       ++n;
     }
   return n > 0 ? std::exp(sum / double(n)) : 0;
+}
+
+// The time ratio of two variants from calls made in pairs, one of each back to back (in
+// ABBA order): the geomean of the pairs' ratios b[i] / a[i] and its 95% interval, the mean
+// log-ratio +- t(0.975, n - 1) standard errors. A shared VM's speed drifts by 30-50% over
+// seconds, so two medians taken a minute apart can differ by more than the change being
+// measured; the calls of a pair meet the same machine.
+struct PairedRatio {
+  double ratio = 0, low = 0, high = 0;
+};
+
+inline PairedRatio paired_ratio(const std::vector<double>& a, const std::vector<double>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  if (n == 0) return {};
+  std::vector<double> d;
+  for (size_t i = 0; i < n; ++i) d.push_back(std::log(b[i] / a[i]));
+  double mean = 0;
+  for (double x : d) mean += x / double(n);
+  if (n < 2) return {std::exp(mean), std::exp(mean), std::exp(mean)};
+  double var = 0;
+  for (double x : d) var += (x - mean) * (x - mean) / double(n - 1);
+  // Student's t quantile at 0.975 (Cornish-Fisher series in 1 / df; within 0.5% of the
+  // table from df = 3, 6% at df = 1).
+  const double z = 1.959964, df = double(n - 1);
+  const double t = z + (z * z * z + z) / (4 * df) +
+                   (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * df * df);
+  const double half = t * std::sqrt(var / double(n));
+  return {std::exp(mean), std::exp(mean - half), std::exp(mean + half)};
 }
 
 }  // namespace dietcode

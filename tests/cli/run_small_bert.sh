@@ -50,6 +50,24 @@ if "$tool" run "$dir/model" --weights "$dir/w.st" --against "$dir/model2" --chec
   ! grep -q "one at a time" "$dir/err.out"; then
   echo "FAIL: --against with --check"; cat "$dir/err.out"; exit 1
 fi
+# refine: the dispatch decided again inside the model (a copy); the summary line, each move
+# in its form, and the refined model still matches float64.
+"$tool" refine "$dir/model2" --weights "$dir/w.st" --lengths 2,9,16 --pairs 4 --accept-below 1 \
+  --quiet > "$dir/refine.out" || { cat "$dir/refine.out"; exit 1; }
+grep -q "^[0-9]* comparisons inside the model (4 pairs of calls each, 1 thread) in [0-9.]* s$" "$dir/refine.out" &&
+  ! grep -v "^[0-9]* comparisons\|^no length moved\|^[a-z0-9]* T = [0-9]*\.\.[0-9]*: kernel [0-9]* -> [0-9]* (at T = [0-9]*: time [0-9.]*, 95% interval [0-9.]* to [0-9.]*)$\|^wrote .*\.module\.json (the old one kept as .*\.before-refine)$" "$dir/refine.out" ||
+  { echo "FAIL: refine output"; cat "$dir/refine.out"; exit 1; }
+"$tool" run "$dir/model2" --weights "$dir/w.st" --seq 9 --repeat 2 --check > "$dir/run.out" ||
+  { echo "FAIL: the refined model"; cat "$dir/run.out"; exit 1; }
+for bad in "--pairs 1" "--accept-below 1.5" "--modules qkv,ffn3"; do
+  if "$tool" refine "$dir/model2" --weights "$dir/w.st" $bad --quiet > "$dir/err.out" 2>&1; then
+    echo "FAIL: refine $bad accepted"; exit 1
+  fi
+done
+if "$tool" refine "$dir/model2" --quiet > "$dir/err.out" 2>&1 ||
+  ! grep -q "random-12-layers.safetensors: missing" "$dir/err.out"; then
+  echo "FAIL: refine without weights"; cat "$dir/err.out"; exit 1
+fi
 # The encoder benchmark on this model: our rows for every (layers, T), and each peer that
 # is installed (libtorch's plugin, ONNX Runtime's node_modules) with outputs matching ours.
 "$tool" bench --workload bert-base-encoder --model "$dir/model" --weights "$dir/w.st" \

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <new>
@@ -24,6 +25,7 @@
 #include "schedule/random_schedule.h"
 #include "schedule/row_schedule.h"
 #include "test_support.h"
+#include "workflow/refine_model.h"
 
 using namespace dietcode;
 using model::kT;
@@ -330,6 +332,103 @@ TEST(Model, BertBaseLayerMatchesFloat64) {
   std::mt19937_64 rng(6);
   for (int64_t t : {1, 2, 13, 64})
     EXPECT_LE(forward_error(m, w, t, rng), kTolerance) << "T = " << t;
+}
+
+TEST(Model, ForwardChoosingRunsTheChosenKernel) {
+  // Every kernel of every module, chosen in place of the dispatch at lengths on both sides
+  // of its split, matches float64; choosing the kernel the dispatch selects gives forward's
+  // output bit for bit; an unknown module or kernel is refused by name.
+  model::BertConfig c = small_config();
+  TestModel tm("choose", c, 11, 12, 24);
+  model::Safetensors w = model::Safetensors::open(tm.weights);
+  model::Model m = model::Model::load(tm.dir.string(), tm.weights);
+  std::mt19937_64 rng(13);
+  std::vector<double> seconds;
+  for (const std::string& name : m.module_names()) {
+    for (int k = 0; k < m.module(name).num_kernels(); ++k) {
+      for (int64_t t : {3, 40}) {
+        std::vector<float> x = random_input(t * c.hidden, rng);
+        std::vector<float> y(x.size(), std::numeric_limits<float>::quiet_NaN()), z(x.size());
+        m.forward_choosing(x.data(), t, y.data(), {{name, k}}, seconds);
+        EXPECT_LE(reference::relative_error(y.data(), model::bert_reference(w, c, x.data(), t)),
+                  kTolerance)
+            << name << " kernel " << k << ", T = " << t;
+        if (m.module(name).select({t}) == k) {
+          m.forward(x.data(), t, z.data());
+          EXPECT_EQ(0, std::memcmp(y.data(), z.data(), 4 * y.size())) << name << ", T = " << t;
+        }
+      }
+    }
+  }
+  std::vector<float> x(c.hidden), y(c.hidden);
+  EXPECT_USER_ERROR(m.forward_choosing(x.data(), 1, y.data(), {{"ffn3", 0}}, seconds),
+                    "no module ffn3");
+  EXPECT_USER_ERROR(m.forward_choosing(x.data(), 1, y.data(), {{"qkv", 2}}, seconds),
+                    "kernel 2 asked for; it has 2");
+}
+
+TEST(Refine, MovesTheLengthsAroundAProbeThatTheOldKernelServed) {
+  // Lengths 1..12 served by kernels 0 0 0 1 1 1 1 2 2 2 2 2, probes at 2, 5, 10.
+  const std::vector<int> labels = {0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2};
+  const std::vector<int64_t> probes = {2, 5, 10};
+  // A move at 5 (kernel 1 -> 2): the lengths from past the midpoint to 2 (4) to the midpoint
+  // to 10 (7) that kernel 1 served: 4..7.
+  EXPECT_EQ(workflow::apply_moves(labels, 1, probes, {{5, 2}}),
+            (std::vector<int>{0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2}));
+  // At the first and last probes the range runs to the ends; only kernel 0's lengths move.
+  EXPECT_EQ(workflow::apply_moves(labels, 1, probes, {{2, 3}, {10, 0}}),
+            (std::vector<int>{3, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(workflow::apply_moves(labels, 1, probes, {}), labels);
+  EXPECT_USER_ERROR(workflow::apply_moves(labels, 1, probes, {{6, 0}}), "probe 6");
+}
+
+TEST(Refine, RewritesOnlyTheDispatchAndTheModelStaysCorrect) {
+  // Refinement on a small model at two threads: whatever it moves (timings decide), the
+  // rewritten modules hold the same kernels, every moved length dispatches to its new
+  // kernel and every other length to its old one, the old files are kept, and the model
+  // still matches float64.
+  model::BertConfig c = small_config();
+  c.t_max = 32;
+  TestModel tm("refine", c, 21, 22, 12);
+  std::map<std::string, runtime::ModuleSpec> before;
+  for (const std::string& name : {"qkv", "out", "ffn1", "ffn2"})
+    before[name] = runtime::load_module_spec((tm.dir / (name + ".module.json")).string());
+  workflow::RefineOptions o;
+  o.model_dir = tm.dir.string();
+  o.weights = tm.weights;
+  o.threads = 2;
+  o.lengths = {4, 12, 13, 30};
+  o.pairs = 4;
+  o.accept_below = 1.0;  // any kernel faster with confidence: moves are likely
+  o.quiet = true;
+  workflow::RefineResult r = workflow::refine_model(o);
+  runtime::ThreadPool::global().set_num_threads(1);
+  EXPECT_GT(r.comparisons, 0);
+  std::printf("[ measured ] %d comparisons, %zu moves, %zu files\n", r.comparisons,
+              r.changes.size(), r.written.size());
+  for (const auto& [name, old] : before) {
+    const fs::path path = tm.dir / (name + ".module.json");
+    runtime::ModuleSpec now = runtime::load_module_spec(path.string());
+    ASSERT_EQ(now.kernels.size(), old.kernels.size()) << name;
+    for (size_t k = 0; k < old.kernels.size(); ++k)
+      EXPECT_EQ(schedule::to_json(now.kernels[k]), schedule::to_json(old.kernels[k])) << name;
+    bool moved = false;
+    for (int64_t t = c.t_min; t <= c.t_max; ++t) {
+      int expected = old.dispatch.select({t});
+      for (const workflow::RefineChange& ch : r.changes)
+        if (ch.module == name && ch.first <= t && t <= ch.last) {
+          EXPECT_EQ(expected, ch.from) << name << ", T = " << t;
+          expected = ch.to;
+          moved = true;
+        }
+      EXPECT_EQ(now.dispatch.select({t}), expected) << name << ", T = " << t;
+    }
+    EXPECT_EQ(fs::exists(path.string() + ".before-refine"), moved) << name;
+  }
+  model::Safetensors w = model::Safetensors::open(tm.weights);
+  model::Model m = model::Model::load(tm.dir.string(), tm.weights);
+  std::mt19937_64 rng(23);
+  for (int64_t t : {1, 4, 12, 13, 30, 32, 40}) EXPECT_LE(forward_error(m, w, t, rng), kTolerance);
 }
 
 TEST(Model, ConcurrentCallsOfDifferentLengths) {

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   register_export(app, action);
   register_weights(app, action);
   register_run(app, action);
+  register_refine(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -21,6 +21,7 @@
 #include "reference/reference.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
+#include "support/stats.h"
 #include "tools/dietcode/subcommands.h"
 
 namespace dietcode::tool {
@@ -39,33 +40,6 @@ struct RunOptions {
   bool profile = false;
   std::string against;  // a second model directory, timed side by side
 };
-
-// The time ratio of two models from calls made in pairs, one of each back to back, in
-// ABBA order. A shared VM's speed drifts by 30-50% over seconds, so two medians taken a
-// minute apart can differ by more than the change being measured; the calls of a pair
-// meet the same machine, and the log-ratios of the pairs average that out. The interval
-// is the mean log-ratio +- t(0.975, n - 1) standard errors.
-struct PairedRatio {
-  double ratio = 0, low = 0, high = 0;
-};
-
-PairedRatio paired_ratio(const std::vector<double>& a, const std::vector<double>& b) {
-  const size_t n = a.size();
-  std::vector<double> d;
-  for (size_t i = 0; i < n; ++i) d.push_back(std::log(b[i] / a[i]));
-  double mean = 0;
-  for (double x : d) mean += x / double(n);
-  if (n < 2) return {std::exp(mean), std::exp(mean), std::exp(mean)};
-  double var = 0;
-  for (double x : d) var += (x - mean) * (x - mean) / double(n - 1);
-  // Student's t quantile at 0.975 (Cornish-Fisher series in 1 / df; within 0.5% of the
-  // table from df = 3, 6% at df = 1).
-  const double z = 1.959964, df = double(n - 1);
-  const double t = z + (z * z * z + z) / (4 * df) +
-                   (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * df * df);
-  const double half = t * std::sqrt(var / double(n));
-  return {std::exp(mean), std::exp(mean - half), std::exp(mean + half)};
-}
 
 // One call; with `per_op`, each operator's seconds of it are added there (by description).
 double timed_forward(const model::Model& m, const float* x, int64_t t, float* y,

@@ -17,5 +17,6 @@ void register_show(CLI::App& app, Action& action);
 void register_export(CLI::App& app, Action& action);
 void register_weights(CLI::App& app, Action& action);
 void register_run(CLI::App& app, Action& action);
+void register_refine(CLI::App& app, Action& action);
 
 }  // namespace dietcode::tool
