@@ -21,21 +21,33 @@ namespace dietcode::workflow {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The lengths a move at `probe` may take: halfway to the neighbouring probes (a length at a
+// midpoint goes with the upper probe), the ends of [first_length, last_length] beyond the
+// outermost ones.
+std::pair<int64_t, int64_t> probe_window(const std::vector<int64_t>& probes, int64_t probe,
+                                         int64_t first_length, int64_t last_length) {
+  auto it = std::find(probes.begin(), probes.end(), probe);
+  if (it == probes.end() || probe < first_length || probe > last_length)
+    user_error("apply_moves: probe {} is not one of the probes inside {}..{}", probe, first_length,
+               last_length);
+  const int64_t low = it == probes.begin() ? first_length : (*(it - 1) + probe) / 2 + 1;
+  const int64_t high = it + 1 == probes.end() ? last_length : (probe + *(it + 1)) / 2;
+  return {std::max(low, first_length), std::min(high, last_length)};
+}
+
+}  // namespace
+
 std::vector<int> apply_moves(const std::vector<int>& labels, int64_t first_length,
                              const std::vector<int64_t>& probes,
                              const std::map<int64_t, int>& moves) {
   std::vector<int> out = labels;
   const int64_t last_length = first_length + int64_t(labels.size()) - 1;
   for (const auto& [probe, to] : moves) {
-    auto it = std::find(probes.begin(), probes.end(), probe);
-    if (it == probes.end() || probe < first_length || probe > last_length)
-      user_error("apply_moves: probe {} is not one of the probes inside {}..{}", probe,
-                 first_length, last_length);
-    // Halfway to the neighbouring probes (a length at a midpoint goes with the upper probe).
-    const int64_t low = it == probes.begin() ? first_length : (*(it - 1) + probe) / 2 + 1;
-    const int64_t high = it + 1 == probes.end() ? last_length : (probe + *(it + 1)) / 2;
+    const auto [low, high] = probe_window(probes, probe, first_length, last_length);
     const int from = labels[probe - first_length];
-    for (int64_t t = std::max(low, first_length); t <= std::min(high, last_length); ++t)
+    for (int64_t t = low; t <= high; ++t)
       if (labels[t - first_length] == from) out[t - first_length] = to;
   }
   return out;
@@ -141,15 +153,15 @@ RefineResult refine_model(const RefineOptions& o) {
     }
     if (moves.empty()) continue;
     const std::vector<int> refined = apply_moves(labels, t_min, probes, moves);
-    for (RefineChange& c : r.changes) {  // the lengths each of this module's moves took
+    for (RefineChange& c : r.changes) {  // the first and last length each move took
       if (c.module != name) continue;
+      const auto [low, high] = probe_window(probes, c.probe, t_min, t_max);
       c.first = c.last = c.probe;
-      while (c.first > t_min && refined[c.first - 1 - t_min] == c.to &&
-             labels[c.first - 1 - t_min] == c.from)
-        --c.first;
-      while (c.last < t_max && refined[c.last + 1 - t_min] == c.to &&
-             labels[c.last + 1 - t_min] == c.from)
-        ++c.last;
+      for (int64_t t = low; t <= high; ++t)
+        if (labels[t - t_min] == c.from) {
+          c.first = std::min(c.first, t);
+          c.last = std::max(c.last, t);
+        }
     }
     if (o.dry_run) continue;
     std::vector<std::vector<int64_t>> shapes;

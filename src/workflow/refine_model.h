@@ -40,8 +40,10 @@ struct RefineOptions {
 
 struct RefineChange {
   std::string module;
-  int64_t probe = 0;                    // the length it was measured at
-  int64_t first = 0, last = 0;          // the lengths that moved
+  int64_t probe = 0;  // the length it was measured at
+  // The first and last length that moved; between them, lengths the old kernel did not
+  // serve keep theirs.
+  int64_t first = 0, last = 0;
   int from = 0, to = 0;                 // kernel indices
   double ratio = 0, low = 0, high = 0;  // the operator's time, new / old
 };
