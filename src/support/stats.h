@@ -43,6 +43,22 @@ struct PairedRatio {
   double ratio = 0, low = 0, high = 0;
 };
 
+// Times two variants in `n` pairs of calls, ABBA (A then B, then B then A, ...), so that a
+// drift of the machine's speed falls on both alike: a(i) and b(i) run call i of each and
+// return its seconds, collected in order into `ta` and `tb`.
+template <typename CallA, typename CallB>
+void time_in_pairs(int n, CallA&& a, CallB&& b, std::vector<double>& ta, std::vector<double>& tb) {
+  for (int i = 0; i < n; ++i) {
+    if (i % 2 == 0) {
+      ta.push_back(a(i));
+      tb.push_back(b(i));
+    } else {
+      tb.push_back(b(i));
+      ta.push_back(a(i));
+    }
+  }
+}
+
 inline PairedRatio paired_ratio(const std::vector<double>& a, const std::vector<double>& b) {
   const size_t n = std::min(a.size(), b.size());
   if (n == 0) return {};

@@ -122,15 +122,10 @@ RefineResult refine_model(const RefineOptions& o) {
         operator_seconds(m, name, from, x.data(), probe, y.data());  // warm-up, one each
         operator_seconds(m, name, to, x.data(), probe, y.data());
         std::vector<double> a, b;
-        for (int p = 0; p < o.pairs; ++p) {
-          if (p % 2 == 0) {
-            a.push_back(operator_seconds(m, name, from, x.data(), probe, y.data()));
-            b.push_back(operator_seconds(m, name, to, x.data(), probe, y.data()));
-          } else {
-            b.push_back(operator_seconds(m, name, to, x.data(), probe, y.data()));
-            a.push_back(operator_seconds(m, name, from, x.data(), probe, y.data()));
-          }
-        }
+        time_in_pairs(
+            o.pairs,
+            [&](int) { return operator_seconds(m, name, from, x.data(), probe, y.data()); },
+            [&](int) { return operator_seconds(m, name, to, x.data(), probe, y.data()); }, a, b);
         ++r.comparisons;
         return paired_ratio(a, b);
       };

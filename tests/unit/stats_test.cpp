@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 using namespace dietcode;
 
@@ -38,4 +40,23 @@ TEST(Stats, StudentTQuantile) {
   EXPECT_NEAR(student_t975(31), 2.0395, 5e-4);  // the series past the table
   EXPECT_NEAR(student_t975(60), 2.0003, 5e-4);
   EXPECT_NEAR(student_t975(1000000), 1.95997, 1e-4);
+}
+
+TEST(Stats, TimeInPairsAlternatesTheOrder) {
+  std::vector<char> order;
+  std::vector<double> ta, tb;
+  time_in_pairs(
+      4,
+      [&](int i) {
+        order.push_back('A');
+        return double(i);
+      },
+      [&](int i) {
+        order.push_back('B');
+        return 10.0 + i;
+      },
+      ta, tb);
+  EXPECT_EQ(std::string(order.begin(), order.end()), "ABBAABBA");
+  EXPECT_EQ(ta, (std::vector<double>{0, 1, 2, 3}));
+  EXPECT_EQ(tb, (std::vector<double>{10, 11, 12, 13}));
 }

@@ -77,17 +77,15 @@ int compare_models(const RunOptions& o, const model::Model& a, const std::vector
   }
   std::vector<double> ta, tb;
   std::vector<std::map<std::string, double>> ops_a(o.repeat), ops_b(o.repeat);
-  for (int r = 0; r < o.repeat; ++r) {
-    auto* pa = o.profile ? &ops_a[r] : nullptr;
-    auto* pb = o.profile ? &ops_b[r] : nullptr;
-    if (r % 2 == 0) {
-      ta.push_back(timed_forward(a, x.data(), o.seq, ya.data(), pa));
-      tb.push_back(timed_forward(b, x.data(), o.seq, yb.data(), pb));
-    } else {
-      tb.push_back(timed_forward(b, x.data(), o.seq, yb.data(), pb));
-      ta.push_back(timed_forward(a, x.data(), o.seq, ya.data(), pa));
-    }
-  }
+  time_in_pairs(
+      o.repeat,
+      [&](int r) {
+        return timed_forward(a, x.data(), o.seq, ya.data(), o.profile ? &ops_a[r] : nullptr);
+      },
+      [&](int r) {
+        return timed_forward(b, x.data(), o.seq, yb.data(), o.profile ? &ops_b[r] : nullptr);
+      },
+      ta, tb);
   auto median_ms = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return 1e3 * v[v.size() / 2];
