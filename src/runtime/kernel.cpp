@@ -71,30 +71,36 @@ Kernel Kernel::compile(const te::Operator& op, const schedule::AttentionSchedule
   return compile(schedule::bind(s, op));
 }
 
-Kernel Kernel::compile(const te::Operator& op, const schedule::AnySchedule& s) {
-  return std::visit([&](const auto& x) { return compile(op, x); }, s);
+Kernel Kernel::compile(const te::Operator& op, const schedule::AnySchedule& s,
+                       uint64_t source_digest) {
+  return std::visit([&](const auto& x) { return compile(schedule::bind(x, op), source_digest); },
+                    s);
 }
 
-Kernel Kernel::compile(const schedule::BoundSchedule& bound) {
+Kernel Kernel::compile(const schedule::BoundSchedule& bound, uint64_t source_digest) {
   const schedule::MicroKernelSchedule& s = bound.schedule();
-  return build(bound.op(), s, s.isa,
-               [&](const lower::PassLogger& log) { return lower::lower(bound, log); });
+  return build(
+      bound.op(), s, s.isa, [&](const lower::PassLogger& log) { return lower::lower(bound, log); },
+      source_digest);
 }
 
-Kernel Kernel::compile(const schedule::BoundRowSchedule& bound) {
+Kernel Kernel::compile(const schedule::BoundRowSchedule& bound, uint64_t source_digest) {
   const schedule::RowSchedule& s = bound.schedule();
-  return build(bound.op(), s, s.isa,
-               [&](const lower::PassLogger& log) { return lower::lower(bound, log); });
+  return build(
+      bound.op(), s, s.isa, [&](const lower::PassLogger& log) { return lower::lower(bound, log); },
+      source_digest);
 }
 
-Kernel Kernel::compile(const schedule::BoundAttentionSchedule& bound) {
+Kernel Kernel::compile(const schedule::BoundAttentionSchedule& bound, uint64_t source_digest) {
   const schedule::AttentionSchedule& s = bound.schedule();
-  return build(bound.op(), s, s.isa,
-               [&](const lower::PassLogger& log) { return lower::lower(bound, log); });
+  return build(
+      bound.op(), s, s.isa, [&](const lower::PassLogger& log) { return lower::lower(bound, log); },
+      source_digest);
 }
 
 Kernel Kernel::build(const te::Operator& op, Schedule s, schedule::Isa isa,
-                     const std::function<lower::LoweredKernel(const lower::PassLogger&)>& lower) {
+                     const std::function<lower::LoweredKernel(const lower::PassLogger&)>& lower,
+                     uint64_t source_digest) {
   if (!codegen::host_supports(isa))
     user_error("schedule targets {} but this CPU ({}) only supports {}", to_string(isa),
                codegen::host_target().cpu, to_string(codegen::host_target().isa));
@@ -124,7 +130,7 @@ Kernel Kernel::build(const te::Operator& op, Schedule s, schedule::Isa isa,
       k.scratch_bytes_ += round_up(4 * ir::evaluate_int(a->buffer.shape()[0], at_max), 64);
   });
   register_runtime_abi();
-  k.code_ = codegen::jit_compile(k.lowered_);
+  k.code_ = codegen::jit_compile(k.lowered_, source_digest);
   k.compile_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return k;

@@ -47,14 +47,18 @@ class Kernel {
  public:
   // Checks the schedule against the host (throws dietcode::Error), lowers and
   // compiles it. The second form binds (validates) the schedule to the operator first.
-  static Kernel compile(const schedule::BoundSchedule& bound);
+  // `source_digest` (nonzero): a digest of what the operator and the schedule were made
+  // from, under which an object cache in scope finds the compiled code without emitting
+  // it (codegen::jit_compile); equal digests must mean equal operators and schedules.
+  static Kernel compile(const schedule::BoundSchedule& bound, uint64_t source_digest = 0);
   static Kernel compile(const te::Operator& op, const schedule::MicroKernelSchedule& s);
-  static Kernel compile(const schedule::BoundRowSchedule& bound);
+  static Kernel compile(const schedule::BoundRowSchedule& bound, uint64_t source_digest = 0);
   static Kernel compile(const te::Operator& op, const schedule::RowSchedule& s);
-  static Kernel compile(const schedule::BoundAttentionSchedule& bound);
+  static Kernel compile(const schedule::BoundAttentionSchedule& bound, uint64_t source_digest = 0);
   static Kernel compile(const te::Operator& op, const schedule::AttentionSchedule& s);
   // Any kind (the one the operator is scheduled with; another is refused by bind).
-  static Kernel compile(const te::Operator& op, const schedule::AnySchedule& s);
+  static Kernel compile(const te::Operator& op, const schedule::AnySchedule& s,
+                        uint64_t source_digest = 0);
 
   // The schedule of any kind.
   using Schedule = schedule::AnySchedule;
@@ -103,7 +107,8 @@ class Kernel {
   Kernel() = default;
   // What both kinds share once lowered: the JIT, the timing, the pass log.
   static Kernel build(const te::Operator& op, Schedule s, schedule::Isa isa,
-                      const std::function<lower::LoweredKernel(const lower::PassLogger&)>& lower);
+                      const std::function<lower::LoweredKernel(const lower::PassLogger&)>& lower,
+                      uint64_t source_digest);
   te::Operator op_;
   Schedule schedule_;
   uint64_t packed_layout_ = 0;  // identifies the packed layout in pre-packed buffers

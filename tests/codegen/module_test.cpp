@@ -240,6 +240,60 @@ TEST_F(ModuleApiTest, SecondCompileUnderTheCodeCacheCompilesNothing) {
   EXPECT_EQ(after.damaged, before.damaged);
 }
 
+// Under the code cache a module's kernels are found by their operator's spec and their
+// schedule, without emitting them. A spec that differs in anything (the epilogue, N, the
+// range of M) or a changed schedule finds no other's object: each compiles its own and
+// computes its own operator. A damaged entry is detected and rebuilt.
+TEST_F(ModuleApiTest, CachedKernelsAreFoundBySpecAndScheduleOnly) {
+  if (codegen::program_build_id().empty()) GTEST_SKIP() << "this test binary has no build ID";
+  const runtime::ModuleSpec base = runtime::load_module_spec(path_);
+  const std::string cache = (dir_ / "jit-cache").string();
+  const int64_t kernels = int64_t(base.kernels.size());
+  auto compile = [&](const runtime::ModuleSpec& spec, int64_t want_hits, int64_t want_misses,
+                     const std::string& what) {
+    const codegen::ObjectCacheStats before = codegen::object_cache_stats();
+    codegen::ObjectCacheScope scope(cache);
+    runtime::Module m = runtime::Module::compile(spec);
+    const codegen::ObjectCacheStats after = codegen::object_cache_stats();
+    const int64_t hits = after.hits - before.hits, misses = after.misses - before.misses,
+                  damaged = after.damaged - before.damaged;
+    // Each object read once; the dispatcher's, under a key of its own, adds a hit or a miss.
+    EXPECT_EQ(hits + misses + damaged, kernels + 1) << what;
+    if (damaged == 0) {
+      EXPECT_TRUE(hits == want_hits || hits == want_hits + 1) << what << ": " << hits << " hits";
+      EXPECT_TRUE(misses == want_misses || misses == want_misses + 1)
+          << what << ": " << misses << " misses";
+    }
+    EXPECT_LT(worst_error(m, 3), 1e-5) << what;
+    return after.damaged - before.damaged;
+  };
+  compile(base, 0, kernels, "first compile");
+  compile(base, kernels, 0, "the same spec again");
+  runtime::ModuleSpec relu = base;
+  relu.op.epilogue = "bias_relu";
+  compile(relu, 0, kernels, "another epilogue");
+  runtime::ModuleSpec wider = base;
+  wider.op.n = 80;
+  compile(wider, 0, kernels, "another N");
+  runtime::ModuleSpec longer = base;
+  longer.op.m_max = 128;
+  compile(longer, 0, kernels, "another range of M");
+  runtime::ModuleSpec changed = base;
+  auto& k2 = std::get<schedule::MicroKernelSchedule>(changed.kernels[1]);
+  k2.mr = k2.mr == 5 ? 4 : 5;
+  compile(changed, kernels - 1, 1, "one schedule changed");
+  // Damage every entry: each is detected, compiled again and rewritten.
+  for (const auto& e : fs::directory_iterator(cache)) {
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(80);
+    const char c = char(f.get() ^ 0xff);
+    f.seekp(80);
+    f.put(c);
+  }
+  EXPECT_GE(compile(base, 0, 0, "damaged entries"), kernels);
+  compile(base, kernels, 0, "rewritten entries");
+}
+
 TEST_F(ModuleApiTest, BadCallsAreRefused) {
   Module m = Module::load(path_);
   auto in = weights_and_bias(m);

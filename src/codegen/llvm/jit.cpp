@@ -266,8 +266,47 @@ void rename_placeholders(llvm::Module& m, const std::string& prefix) {
 
 }  // namespace
 
-NamedJitModule jit_add_named_module(std::unique_ptr<llvm::Module> m,
-                                    std::unique_ptr<llvm::LLVMContext> ctx, bool optimized) {
+namespace {
+
+// The cache's key of a module known by its source digest (jit_compile): the digest, the
+// CPU and this build, in a space of their own (tagged), apart from keys over bitcode.
+uint64_t source_key(uint64_t source_digest, bool optimized) {
+  const CpuTarget& host = host_target();
+  Fnv1a h;
+  h.add(program_build_id());
+  h.add(host.cpu);
+  h.add(host.features);
+  h.add(optimized ? "optimized" : "as emitted");
+  h.add("source digest");
+  h.add(fmt::format("{:016x}", source_digest));
+  return h.value();
+}
+
+// The symbol name prefix of a cached object (its functions: name + "_" + function).
+std::string cached_name(uint64_t key) {
+  return fmt::format("dc{:016x}", key);
+}
+
+// Links a cached object into a JITDylib of its own (linked against the main one, for the
+// runtime's symbols), so that equal modules loaded twice in one process do not clash.
+NamedJitModule add_cached_object(const std::string& name, const std::string& object) {
+  Engine& engine = Engine::get();
+  orc::LLJIT& jit = engine.jit();
+  llvm::Expected<orc::JITDylib&> created = jit.createJITDylib(engine.next_prefix() + name);
+  if (!created)
+    internal_error(__FILE__, __LINE__, "creating a JITDylib: " + message(created.takeError()));
+  orc::JITDylib& jd = *created;
+  jd.addToLinkOrder(jit.getMainJITDylib());
+  check(jit.addObjectFile(jd, llvm::MemoryBuffer::getMemBufferCopy(object, name)),
+        "adding a cached object to the JIT");
+  return {std::make_unique<OrcJitDylibModule>(jd), name + "_"};
+}
+
+// jit_add_named_module, under `key` when given (else the key over the module's bitcode);
+// `read_first`: look for the object in the cache before compiling (false: the caller has).
+NamedJitModule add_named_module(std::unique_ptr<llvm::Module> m,
+                                std::unique_ptr<llvm::LLVMContext> ctx, bool optimized,
+                                std::optional<uint64_t> given_key, bool read_first = true) {
   NamedJitModule out;
   if (!caching_objects()) {
     out.prefix = jit_unique_prefix();
@@ -279,44 +318,48 @@ NamedJitModule jit_add_named_module(std::unique_ptr<llvm::Module> m,
     return out;
   }
   const std::string& dir = object_cache_dir();
-  const CpuTarget& host = host_target();
-  // Local names carry the lowering's variable numbering, which differs from one compile to
-  // the next: drop them (the code does not change) and name internal functions by their
-  // place, so that the same module writes the same bitcode in every process.
-  int64_t internal = 0;
-  for (llvm::Function& f : *m) {
-    if (f.hasLocalLinkage()) f.setName(fmt::format("{}internal{}", kCachePlaceholder, internal++));
-    for (llvm::Argument& a : f.args()) a.setName("");
-    for (llvm::BasicBlock& bb : f) {
-      bb.setName("");
-      for (llvm::Instruction& i : bb) i.setName("");
+  uint64_t key = 0;
+  if (given_key) {
+    key = *given_key;
+  } else {
+    const CpuTarget& host = host_target();
+    // Local names carry the lowering's variable numbering, which differs from one compile
+    // to the next: drop them (the code does not change) and name internal functions by
+    // their place, so that the same module writes the same bitcode in every process.
+    int64_t internal = 0;
+    for (llvm::Function& f : *m) {
+      if (f.hasLocalLinkage())
+        f.setName(fmt::format("{}internal{}", kCachePlaceholder, internal++));
+      for (llvm::Argument& a : f.args()) a.setName("");
+      for (llvm::BasicBlock& bb : f) {
+        bb.setName("");
+        for (llvm::Instruction& i : bb) i.setName("");
+      }
     }
+    // The key: the module as emitted (before optimization) under the placeholder prefix,
+    // the CPU, and this build of the program. Hashed as bitcode: the same module in the
+    // same build writes the same bytes, ~10x faster than printing it as text (which was
+    // most of a cached load's time).
+    std::string bitcode;
+    {
+      llvm::raw_string_ostream os(bitcode);
+      llvm::WriteBitcodeToFile(*m, os);
+    }
+    Fnv1a h;
+    h.add(program_build_id());
+    h.add(host.cpu);
+    h.add(host.features);
+    h.add(optimized ? "optimized" : "as emitted");
+    h.add(bitcode);
+    key = h.value();
   }
-  // The key: the module as emitted (before optimization) under the placeholder prefix,
-  // the CPU, and this build of the program. Hashed as bitcode: the same module in the same
-  // build writes the same bytes, ~10x faster than printing it as text (which was most of
-  // a cached load's time).
-  std::string bitcode;
-  {
-    llvm::raw_string_ostream os(bitcode);
-    llvm::WriteBitcodeToFile(*m, os);
-  }
-  Fnv1a h;
-  h.add(program_build_id());
-  h.add(host.cpu);
-  h.add(host.features);
-  h.add(optimized ? "optimized" : "as emitted");
-  h.add(bitcode);
-  const uint64_t key = h.value();
 
-  // Symbols are named after the key; each cached module lives in a JITDylib of its own
-  // (linked against the main one, for the runtime's symbols), so that equal modules
-  // compiled twice in one process do not clash.
-  const std::string name = fmt::format("dc{:016x}", key);
-  out.prefix = name + "_";
-  rename_placeholders(*m, out.prefix);
-  std::optional<std::string> object = read_cached_object(dir, key, name);
+  // Symbols are named after the key.
+  const std::string name = cached_name(key);
+  std::optional<std::string> object;
+  if (read_first) object = read_cached_object(dir, key, name);
   if (!object) {
+    rename_placeholders(*m, name + "_");
     llvm::TargetMachine& tm = thread_target_machine();
     set_target(*m, tm);
     if (optimized) optimize(*m, tm);
@@ -330,23 +373,31 @@ NamedJitModule jit_add_named_module(std::unique_ptr<llvm::Module> m,
     write_cached_object(dir, key, name, *object);
   }
   m.reset();  // before its context
-  Engine& engine = Engine::get();
-  orc::LLJIT& jit = engine.jit();
-  llvm::Expected<orc::JITDylib&> created = jit.createJITDylib(engine.next_prefix() + name);
-  if (!created)
-    internal_error(__FILE__, __LINE__, "creating a JITDylib: " + message(created.takeError()));
-  orc::JITDylib& jd = *created;
-  jd.addToLinkOrder(jit.getMainJITDylib());
-  check(jit.addObjectFile(jd, llvm::MemoryBuffer::getMemBufferCopy(*object, name)),
-        "adding a cached object to the JIT");
-  out.module = std::make_unique<OrcJitDylibModule>(jd);
-  return out;
+  return add_cached_object(name, *object);
 }
 
-std::unique_ptr<JitCode> jit_compile(const lower::LoweredKernel& k) {
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  std::unique_ptr<llvm::Module> m = emit_module(*ctx, k, host_target(), kCachePlaceholder);
-  NamedJitModule compiled = jit_add_named_module(std::move(m), std::move(ctx), true);
+}  // namespace
+
+NamedJitModule jit_add_named_module(std::unique_ptr<llvm::Module> m,
+                                    std::unique_ptr<llvm::LLVMContext> ctx, bool optimized) {
+  return add_named_module(std::move(m), std::move(ctx), optimized, std::nullopt);
+}
+
+std::unique_ptr<JitCode> jit_compile(const lower::LoweredKernel& k, uint64_t source_digest) {
+  NamedJitModule compiled;
+  std::optional<uint64_t> key;
+  if (source_digest != 0 && caching_objects()) {
+    // Known by its source: a cached object is linked without emitting the module.
+    key = source_key(source_digest, true);
+    const std::string name = cached_name(*key);
+    if (std::optional<std::string> object = read_cached_object(object_cache_dir(), *key, name))
+      compiled = add_cached_object(name, *object);
+  }
+  if (!compiled.module) {
+    auto ctx = std::make_unique<llvm::LLVMContext>();
+    std::unique_ptr<llvm::Module> m = emit_module(*ctx, k, host_target(), kCachePlaceholder);
+    compiled = add_named_module(std::move(m), std::move(ctx), true, key, !key);
+  }
   auto lookup = [&](const std::string& name) {
     return reinterpret_cast<ComputeFn>(compiled.module->lookup(compiled.prefix + name));
   };

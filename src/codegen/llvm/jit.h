@@ -39,8 +39,14 @@ struct JitSymbol {
 // address it is an internal error. Thread-safe.
 void jit_define_symbols(const std::vector<JitSymbol>& symbols);
 
-// Compiles for the host CPU (the only target whose code can be run here).
-std::unique_ptr<JitCode> jit_compile(const lower::LoweredKernel& k);
+// Compiles for the host CPU (the only target whose code can be run here). With an object
+// cache in scope (object_cache.h), the object is cached under a key over the kernel's LLVM
+// module, or, given a nonzero `source_digest`, under that digest (with the CPU and this
+// build): a digest of what the kernel was lowered from (its operator's spec and its
+// schedule, Module::compile_all), which finds a cached object without emitting the module
+// (most of a cached load's time). The caller vouches that equal digests mean equal
+// lowered kernels.
+std::unique_ptr<JitCode> jit_compile(const lower::LoweredKernel& k, uint64_t source_digest = 0);
 
 // Text of the kernel's LLVM IR (after the optimization pipeline when `optimized`) or
 // its assembly, for any target (an AVX-512 target can be inspected on an AVX2 host).

@@ -65,7 +65,7 @@ struct NamedJitModule {
 // optimization pipeline when `optimized`) into the process JIT; look them up as
 // prefix + name. With an object cache in scope on this thread (object_cache.h), the
 // object is read from it, keyed by the module's bitcode, the CPU and this build, or
-// compiled and stored there.
+// compiled and stored there. (A kernel known by its source skips this: jit_compile.)
 NamedJitModule jit_add_named_module(std::unique_ptr<llvm::Module> m,
                                     std::unique_ptr<llvm::LLVMContext> ctx, bool optimized);
 

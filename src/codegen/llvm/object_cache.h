@@ -8,8 +8,10 @@
 //
 // An entry is the relocatable object of one kernel or dispatcher, named by a key over
 // everything that determines the code: its LLVM module before optimization (hashed as
-// bitcode), the host CPU and its features, and the build of this program (its GNU build
-// ID: a rebuilt compiler never reads another build's objects). Each object read from the
+// bitcode), or, for a module's kernels, what they are lowered from (the operator's spec
+// and the schedule as JSON: found without emitting the LLVM module, codegen::jit_compile),
+// the host CPU and its features, and the build of this program (its GNU build ID: a
+// rebuilt compiler never reads another build's objects). Each object read from the
 // cache is linked into a JITDylib of its own, so the same kernel may be loaded any number
 // of times. Each file carries a header (magic, key, size, FNV-1a of the payload); a file
 // that does not match is ignored, recompiled and rewritten. Files are written through a
