@@ -295,32 +295,34 @@ bool wanted(const EncoderBenchOptions& o, const std::string& engine) {
          std::find(o.engines.begin(), o.engines.end(), engine) != o.engines.end();
 }
 
-// The weights: given, or random ones of the model directory's sizes (written once, seed 1,
-// into the model directory).
+// The weights: given, or random ones of the model directory's sizes.
 std::string resolve_weights(const EncoderBenchOptions& o, int64_t layers) {
-  if (!o.weights.empty()) return o.weights;
-  const fs::path qkv = fs::path(o.model_dir) / "qkv.module.json";
-  const fs::path ffn1 = fs::path(o.model_dir) / "ffn1.module.json";
-  const fs::path att = fs::path(o.model_dir) / "attention.module.json";
+  return o.weights.empty() ? random_model_weights(o.model_dir, layers, o.quiet) : o.weights;
+}
+
+}  // namespace
+
+std::string random_model_weights(const std::string& model_dir, int64_t layers, bool quiet) {
+  const fs::path qkv = fs::path(model_dir) / "qkv.module.json";
+  const fs::path ffn1 = fs::path(model_dir) / "ffn1.module.json";
+  const fs::path att = fs::path(model_dir) / "attention.module.json";
   for (const fs::path& p : {qkv, ffn1, att})
     if (!fs::exists(p))
       user_error("{}: missing; `dietcode tune bert-base --out {}` writes the model directory",
-                 p.string(), o.model_dir);
+                 p.string(), model_dir);
   model::BertShape shape;
   shape.layers = layers;
   shape.hidden = runtime::load_module_spec(qkv.string()).op.k;
   shape.ffn = runtime::load_module_spec(ffn1.string()).op.n;
   shape.heads = runtime::load_module_spec(att.string()).op.n;
   const std::string path =
-      (fs::path(o.model_dir) / fmt::format("random-{}-layers.safetensors", layers)).string();
+      (fs::path(model_dir) / fmt::format("random-{}-layers.safetensors", layers)).string();
   if (!fs::exists(path)) {
-    if (!o.quiet) fmt::print(stderr, "writing random weights (seed 1) to {}\n", path);
+    if (!quiet) fmt::print(stderr, "writing random weights (seed 1) to {}\n", path);
     model::write_random_bert_weights(path, shape, 1);
   }
   return path;
 }
-
-}  // namespace
 
 EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
   check_options(o);

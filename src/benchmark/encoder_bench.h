@@ -54,6 +54,11 @@ struct EncoderBenchResult {
 
 // Throws dietcode::Error for a bad option, a missing model directory or weights.
 EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o);
+
+// <model_dir>/random-<layers>-layers.safetensors: random BERT weights of the model
+// directory's sizes (seed 1), written the first time. Throws dietcode::Error when the
+// directory lacks a module the sizes come from.
+std::string random_model_weights(const std::string& model_dir, int64_t layers, bool quiet);
 // The table: per layer count and thread count, one line per T, geomean ratios.
 std::string format_encoder_table(const EncoderBenchResult& r);
 void write_encoder_csv(const EncoderBenchResult& r, const std::string& path);

@@ -32,7 +32,12 @@ struct RefineOptions {
   // Probe lengths; empty: the encoder table's 18 lengths inside the tuned range.
   std::vector<int64_t> lengths;
   std::vector<std::string> modules = {"qkv", "out", "ffn1", "ffn2"};
-  int pairs = 20;              // pairs of forward calls per comparison
+  int pairs = 20;  // pairs of forward calls per comparison
+  // Pairs after which a comparison stops when they rule the kernel out: no faster than the
+  // dispatched one, or the lower end of its 95% interval already above accept_below (most
+  // of a refinement's candidates are slower; 0: every comparison runs all its pairs).
+  // Even, so the pairs stay ABBA.
+  int screen_pairs = 8;
   double accept_below = 0.97;  // a move needs the interval's upper end below this
   bool dry_run = false;        // report, write nothing
   bool quiet = false;          // no progress on stderr
@@ -51,6 +56,8 @@ struct RefineChange {
 struct RefineResult {
   std::vector<RefineChange> changes;
   int comparisons = 0;
+  int screened_out = 0;  // comparisons stopped after screen_pairs pairs
+  int64_t pairs = 0;     // pairs of calls timed in all
   double seconds = 0;
   std::vector<std::string> written;  // module files rewritten
 };
@@ -58,6 +65,9 @@ struct RefineResult {
 // Throws dietcode::Error for a model directory or weights that do not load, unknown
 // module names, or no probe length inside the tuned range.
 RefineResult refine_model(const RefineOptions& o);
+
+// The report `dietcode refine` prints: the comparisons, each move, the files written.
+std::string format_refine_result(const RefineOptions& o, const RefineResult& r);
 
 // The kernel of every length from `first_length` on (labels[i]: length first_length + i)
 // after the accepted moves (probe length -> new kernel): a move applies to the lengths on

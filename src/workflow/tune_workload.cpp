@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
+#include "benchmark/encoder_bench.h"
 #include "benchmark/harness.h"
 #include "benchmark/report.h"
 #include "benchmark/workloads.h"
@@ -12,6 +14,7 @@
 #include "support/error.h"
 #include "tune/machine.h"
 #include "tune/records.h"
+#include "workflow/refine_model.h"
 
 namespace dietcode::workflow {
 
@@ -177,6 +180,18 @@ TuneWorkloadResult tune_workload(const TuneWorkloadOptions& o) {
   TuneWorkloadResult r;
   r.workload = resolve_workload(o);
   check_options(o);
+  if (o.refine) {
+    // A model directory: the encoder's operators, by the names a model loads them by.
+    std::set<std::string> names;
+    for (const tune::WorkloadOperator& w : r.workload.operators) names.insert(w.name);
+    for (const char* need : {"qkv", "attention", "out", "ln", "ffn1", "ffn2"})
+      if (o.op || !names.count(need))
+        user_error(
+            "--refine decides a model's dispatch inside the model: a workload of the encoder's "
+            "operators (bert-base, or a spec naming qkv, attention, out, ln, ffn1 and ffn2), "
+            "not {}",
+            o.op ? std::string("--op") : r.workload.name);
+  }
   const std::string out = output_path(o, r.workload);
   // Every operator's run first, for one progress bar across all of them.
   std::vector<OperatorRun> runs;
@@ -190,6 +205,15 @@ TuneWorkloadResult tune_workload(const TuneWorkloadOptions& o) {
     r.operators.push_back(tune_operator(o, r.workload.operators[i].name, runs[i]));
     whole.before += tune::trial_budget(runs[i].options);
     whole.ran_before += r.operators.back().report.trials_this_run;
+  }
+  if (o.refine) {
+    RefineOptions refine;
+    refine.model_dir = out;
+    refine.weights = bench::random_model_weights(out, 12, o.tune.quiet);
+    refine.threads = o.tune.threads;
+    refine.quiet = o.tune.quiet;
+    if (!o.tune.quiet) fmt::print(stderr, "refining the model's dispatch inside the model\n");
+    fmt::print("refined inside the model: {}", format_refine_result(refine, refine_model(refine)));
   }
   // The whole encoder first, in a process where no vendor library has started its
   // threads yet: the GEMM peers' pools (loaded by bench_modules, never unloaded) keep

@@ -41,6 +41,9 @@ struct TuneWorkloadOptions {
   // For a workload that is a model directory (bert-base): the whole encoder against ONNX
   // Runtime and libtorch at these layer counts, at the bench_m lengths.
   std::vector<int64_t> encoder_layers = {1, 12};
+  // bert-base: once tuned, the model's dispatch decided again inside the model
+  // (refine_model.h, on its twelve layers of random weights) before the tables.
+  bool refine = false;
   std::string report_dir;  // empty: no report
 };
 

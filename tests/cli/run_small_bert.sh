@@ -19,8 +19,15 @@ cat > "$dir/small.json" <<'JSON'
   {"name": "ffn2", "op": "dense", "N": 64, "K": 136, "M": [1, 16], "epilogue": "bias+residual"}
 ]}
 JSON
-"$tool" tune "$dir/small.json" --trials 12 --out "$dir/model" --quiet > "$dir/tune.out" 2>&1 ||
-  { cat "$dir/tune.out"; exit 1; }
+# --refine: the model's dispatch decided again inside it once tuned (its report in the output).
+"$tool" tune "$dir/small.json" --trials 12 --out "$dir/model" --refine --no-bench --quiet \
+  > "$dir/tune.out" 2>&1 || { cat "$dir/tune.out"; exit 1; }
+grep -q "^refined inside the model: [0-9]* comparisons inside the model (20 pairs of calls each; [0-9]* stopped after 8 pairs" "$dir/tune.out" ||
+  { echo "FAIL: tune --refine"; cat "$dir/tune.out"; exit 1; }
+if "$tool" tune --op dense --N 64 --K 64 --M 1..8 --trials 4 --out "$dir/op.json" --refine \
+  > "$dir/err.out" 2>&1 || ! grep -q "refine decides a model's dispatch" "$dir/err.out"; then
+  echo "FAIL: tune --op --refine"; cat "$dir/err.out"; exit 1
+fi
 "$tool" weights "$dir/w.st" --random --layers 2 --hidden 64 --heads 4 --ffn 136 > /dev/null
 for t in 1 7 16 45; do
   "$tool" run "$dir/model" --weights "$dir/w.st" --seq $t --repeat 2 --check > "$dir/run.out" ||
@@ -54,16 +61,17 @@ fi
 # in its form, and the refined model still matches float64.
 "$tool" refine "$dir/model2" --weights "$dir/w.st" --lengths 2,9,16 --pairs 4 --accept-below 1 \
   --quiet > "$dir/refine.out" || { cat "$dir/refine.out"; exit 1; }
-grep -q "^[0-9]* comparisons inside the model (4 pairs of calls each, 1 thread) in [0-9.]* s$" "$dir/refine.out" &&
+grep -q "^[0-9]* comparisons inside the model (4 pairs of calls each; 0 stopped after 8 pairs, the kernel ruled out; 1 thread) in [0-9.]* s$" "$dir/refine.out" &&
   ! grep -v "^[0-9]* comparisons\|^no length moved\|^[a-z0-9]* T = [0-9]*\.\.[0-9]*: kernel [0-9]* -> [0-9]* (at T = [0-9]*: time [0-9.]*, 95% interval [0-9.]* to [0-9.]*)$\|^wrote .*\.module\.json (the old one kept as .*\.before-refine)$" "$dir/refine.out" ||
   { echo "FAIL: refine output"; cat "$dir/refine.out"; exit 1; }
 "$tool" run "$dir/model2" --weights "$dir/w.st" --seq 9 --repeat 2 --check > "$dir/run.out" ||
   { echo "FAIL: the refined model"; cat "$dir/run.out"; exit 1; }
-for bad in "--pairs 1" "--accept-below 1.5" "--modules qkv,ffn3"; do
+for bad in "--pairs 1" "--accept-below 1.5" "--modules qkv,ffn3" "--screen-pairs 3"; do
   if "$tool" refine "$dir/model2" --weights "$dir/w.st" $bad --quiet > "$dir/err.out" 2>&1; then
     echo "FAIL: refine $bad accepted"; exit 1
   fi
 done
+rm "$dir/model2/random-12-layers.safetensors"  # written by tune --refine, copied with the model
 if "$tool" refine "$dir/model2" --quiet > "$dir/err.out" 2>&1 ||
   ! grep -q "random-12-layers.safetensors: missing" "$dir/err.out"; then
   echo "FAIL: refine without weights"; cat "$dir/err.out"; exit 1

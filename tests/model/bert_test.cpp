@@ -398,12 +398,15 @@ TEST(Refine, RewritesOnlyTheDispatchAndTheModelStaysCorrect) {
   o.weights = tm.weights;
   o.threads = 2;
   o.lengths = {4, 12, 13, 30};
-  o.pairs = 4;
+  o.pairs = 6;
+  o.screen_pairs = 2;
   o.accept_below = 1.0;  // any kernel faster with confidence: moves are likely
   o.quiet = true;
   workflow::RefineResult r = workflow::refine_model(o);
   runtime::ThreadPool::global().set_num_threads(1);
   EXPECT_GT(r.comparisons, 0);
+  // A comparison ruled out after its screening pairs timed no more.
+  EXPECT_EQ(r.pairs, 2 * r.screened_out + 6 * (r.comparisons - r.screened_out));
   std::printf("[ measured ] %d comparisons, %zu moves, %zu files\n", r.comparisons,
               r.changes.size(), r.written.size());
   for (const auto& [name, old] : before) {
@@ -433,6 +436,30 @@ TEST(Refine, RewritesOnlyTheDispatchAndTheModelStaysCorrect) {
   model::Model m = model::Model::load(tm.dir.string(), tm.weights);
   std::mt19937_64 rng(23);
   for (int64_t t : {1, 4, 12, 13, 30, 32, 40}) EXPECT_LE(forward_error(m, w, t, rng), kTolerance);
+}
+
+TEST(Refine, ScreeningStopsTheComparisonsThatCannotPass) {
+  // A threshold no kernel can meet (a time ratio below 0.01): after the four screening pairs
+  // every comparison's interval lies above it, so each stops there and nothing moves.
+  model::BertConfig c = small_config();
+  c.t_max = 32;
+  TestModel tm("screen", c, 24, 25, 12);
+  workflow::RefineOptions o;
+  o.model_dir = tm.dir.string();
+  o.weights = tm.weights;
+  o.lengths = {4, 13, 30};
+  o.pairs = 10;
+  o.screen_pairs = 4;
+  o.accept_below = 0.01;
+  o.dry_run = true;
+  o.quiet = true;
+  workflow::RefineResult r = workflow::refine_model(o);
+  EXPECT_GT(r.comparisons, 0);
+  EXPECT_EQ(r.screened_out, r.comparisons);
+  EXPECT_EQ(r.pairs, 4 * r.comparisons);
+  EXPECT_TRUE(r.changes.empty());
+  o.screen_pairs = 3;  // odd: the pairs would not stay ABBA
+  EXPECT_USER_ERROR(workflow::refine_model(o), "even count");
 }
 
 TEST(Model, ConcurrentCallsOfDifferentLengths) {

@@ -34,21 +34,7 @@ int run_refine(RefineCliOptions o) {
     at = comma + 1;
   }
   if (o.refine.modules.empty()) user_error("--modules: expected names such as qkv,out,ffn1,ffn2");
-  workflow::RefineResult r = workflow::refine_model(o.refine);
-  fmt::print("{} comparisons inside the model ({} pairs of calls each, {} thread{}) in {:.1f} s\n",
-             r.comparisons, o.refine.pairs, o.refine.threads, o.refine.threads == 1 ? "" : "s",
-             r.seconds);
-  if (r.changes.empty())
-    fmt::print("no length moved: every probed kernel was within {} of the others\n",
-               o.refine.accept_below);
-  for (const workflow::RefineChange& c : r.changes)
-    fmt::print(
-        "{} T = {}..{}: kernel {} -> {} (at T = {}: time {:.3f}, 95% interval {:.3f} to "
-        "{:.3f})\n",
-        c.module, c.first, c.last, c.from, c.to, c.probe, c.ratio, c.low, c.high);
-  for (const std::string& path : r.written)
-    fmt::print("wrote {} (the old one kept as {}.before-refine)\n", path, path);
-  if (o.refine.dry_run && !r.changes.empty()) fmt::print("--dry-run: nothing written\n");
+  fmt::print("{}", workflow::format_refine_result(o.refine, workflow::refine_model(o.refine)));
   return 0;
 }
 
@@ -72,6 +58,10 @@ void register_refine(CLI::App& app, Action& action) {
                   "probe lengths, '8,24,48' or '1..128' (default: the encoder table's 18)");
   cmd->add_option("--modules", o->modules, "the modules to refine")->capture_default_str();
   cmd->add_option("--pairs", o->refine.pairs, "pairs of forward calls per comparison")
+      ->capture_default_str();
+  cmd->add_option("--screen-pairs", o->refine.screen_pairs,
+                  "stop a comparison after this many pairs when the kernel is already ruled out "
+                  "(0: never)")
       ->capture_default_str();
   cmd->add_option("--accept-below", o->refine.accept_below,
                   "move a length when the 95% interval of the time ratio lies below this")

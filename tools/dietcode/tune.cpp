@@ -113,6 +113,9 @@ void register_tune(CLI::App& app, Action& action) {
   cmd->add_flag("--evaluate-model", o->evaluate_model,
                 "report the cost model's held-out ranking accuracy on --records and exit");
   cmd->add_flag("--no-bench", o->no_bench, "do not measure the modules against the peers");
+  cmd->add_flag("--refine", o->options.refine,
+                "bert-base: once tuned, decide the model's dispatch again inside the model "
+                "(as `dietcode refine`: minutes; worth it at two threads) before the tables");
   cmd->add_option("--report", o->options.report_dir,
                   "write an HTML report with plots (tuning curve, GFLOP/s vs M, kernel shares, "
                   "cost model) to this folder");
