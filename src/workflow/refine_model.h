@@ -1,10 +1,9 @@
 // `dietcode refine`: a tuned model's dispatch decided again inside the model.
 //
 // The tuner measures each operator alone, in its worker process. Inside a model at two
-// threads a kernel meets its input just written by the operator before it (half of it by
-// each core) and its output is read by the one after, and there the tuner's ranking of a
-// module's own kernels was 10-19% off at T = 24-48 (qkv and ffn2 of a BERT-base, stop 61
-// in docs/results.md). Refinement times, inside the forward of the model, each module's
+// threads the tuner's ranking of a module's own kernels was 10-19% off at T = 24-48 (qkv
+// and ffn2 of a BERT-base, stop 61 in docs/results.md); why is not settled (not the input
+// being written by both cores just before: stop 62). Refinement times, inside the forward of the model, each module's
 // kernel at a set of lengths against the other kernels its dispatch selects near that
 // length: pairs of forward calls, one with each kernel, in ABBA order, the operator's own
 // time per call compared (support/stats.h, paired_ratio). Where another kernel's time
