@@ -122,8 +122,8 @@ RefineResult refine_model(const RefineOptions& o) {
       // The operator's time with `to` over its time with `from`, from o.pairs pairs, or
       // from the first o.screen_pairs where those rule the kernel out: no faster than the
       // dispatched one (ratio >= 1), or its interval's lower end above the threshold. A
-      // kernel 8% faster (ratio 0.92) reads >= 1 after 8 pairs in under 1% of comparisons (a pair's
-      // log-ratio varies by ~0.05-0.1 here), and most candidates are slower.
+      // kernel 8% faster (ratio 0.92) reads >= 1 after 8 pairs in under 1% of comparisons
+      // (a pair's log-ratio varies by ~0.05-0.1 here), and most candidates are slower.
       auto compare = [&](int to) {
         operator_seconds(m, name, from, x.data(), probe, y.data());  // warm-up, one each
         operator_seconds(m, name, to, x.data(), probe, y.data());

@@ -3,15 +3,16 @@
 // The tuner measures each operator alone, in its worker process. Inside a model at two
 // threads the tuner's ranking of a module's own kernels was 10-19% off at T = 24-48 (qkv
 // and ffn2 of a BERT-base, stop 61 in docs/results.md); why is not settled (not the input
-// being written by both cores just before: stop 62). Refinement times, inside the forward of the model, each module's
-// kernel at a set of lengths against the other kernels its dispatch selects near that
-// length: pairs of forward calls, one with each kernel, in ABBA order, the operator's own
-// time per call compared (support/stats.h, paired_ratio). Where another kernel's time
-// ratio has its whole 95% interval below `accept_below`, and again in a second set of
-// pairs, the lengths around that probe that the old kernel served move to it; the decision tree is
-// refitted over every length of the tuned range and the module file rewritten (the old one kept
-// beside it as <name>.module.json.before-refine). The module's kernels are not changed, only which
-// one runs where, so no kernel is compiled and every result stays checked.
+// being written by both cores just before: stop 62). Refinement times, inside the forward
+// of the model, each module's kernel at a set of lengths against the other kernels its
+// dispatch selects near that length: pairs of forward calls, one with each kernel, in ABBA
+// order, the operator's own time per call compared (support/stats.h, paired_ratio). Where
+// another kernel's time ratio has its whole 95% interval below `accept_below`, and again in
+// a second set of pairs, the lengths around that probe that the old kernel served move to
+// it; the decision tree is refitted over every length of the tuned range and the module
+// file rewritten (the old one kept beside it as <name>.module.json.before-refine). The
+// module's kernels are not changed, only which one runs where, so no kernel is compiled
+// and every result stays checked.
 //
 //   RefineOptions o;  o.model_dir = "dietcode-out/bert-base-2t";  o.threads = 2;
 //   RefineResult r = refine_model(o);   // r.changes: what moved, with its ratio
