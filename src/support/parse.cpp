@@ -53,4 +53,17 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
   return values;
 }
 
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    names.push_back(
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return names;
+}
+
 }  // namespace dietcode

@@ -1,4 +1,5 @@
-// Parsing of small command-line values shared by the tools: integer lists and ranges.
+// Parsing of small command-line values shared by the tools: integer lists and ranges, lists
+// of names.
 #pragma once
 
 #include <cstdint>
@@ -13,5 +14,8 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
 
 // Parses one positive integer; `what` names the option in error messages.
 int64_t parse_positive_int(const std::string& text, const std::string& what);
+
+// "openblas,onednn" -> {"openblas", "onednn"}; empty pieces kept ("a,,b" has three).
+std::vector<std::string> split_names(const std::string& text);
 
 }  // namespace dietcode

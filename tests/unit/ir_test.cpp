@@ -114,3 +114,12 @@ TEST(Parse, IntListsAndRanges) {
   EXPECT_EQ(parse_int_list("1..4,9", "--M"), (std::vector<int64_t>{1, 2, 3, 4, 9}));
   EXPECT_EQ(parse_int_list("5,5", "--M"), (std::vector<int64_t>{5}));
 }
+
+TEST(Parse, NameLists) {
+  using dietcode::split_names;
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(split_names("openblas,onednn"), (Names{"openblas", "onednn"}));
+  EXPECT_EQ(split_names("qkv"), (Names{"qkv"}));
+  EXPECT_EQ(split_names("a,,b"), (Names{"a", "", "b"}));
+  EXPECT_EQ(split_names(""), (Names{""}));
+}

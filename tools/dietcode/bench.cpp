@@ -25,20 +25,6 @@ struct BenchCliOptions {
   std::string layers = "1,12";
 };
 
-// "openblas,onednn" -> {"openblas", "onednn"}.
-std::vector<std::string> split_names(const std::string& text) {
-  std::vector<std::string> names;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    names.push_back(
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return names;
-}
-
 // The whole encoder against libtorch and ONNX Runtime.
 int run_encoder_bench(BenchCliOptions o) {
   bench::EncoderBenchOptions& e = o.encoder;

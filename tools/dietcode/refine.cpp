@@ -28,11 +28,8 @@ int run_refine(RefineCliOptions o) {
   if (o.refine.threads < 1) user_error("--threads {}: expected >= 1", o.refine.threads);
   if (!o.lengths.empty()) o.refine.lengths = parse_int_list(o.lengths, "--lengths");
   o.refine.modules.clear();
-  for (size_t at = 0; at <= o.modules.size();) {
-    size_t comma = std::min(o.modules.find(',', at), o.modules.size());
-    if (comma > at) o.refine.modules.push_back(o.modules.substr(at, comma - at));
-    at = comma + 1;
-  }
+  for (std::string& name : split_names(o.modules))
+    if (!name.empty()) o.refine.modules.push_back(std::move(name));
   if (o.refine.modules.empty()) user_error("--modules: expected names such as qkv,out,ffn1,ffn2");
   fmt::print("{}", workflow::format_refine_result(o.refine, workflow::refine_model(o.refine)));
   return 0;
