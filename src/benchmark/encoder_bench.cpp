@@ -386,8 +386,8 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
       // later ones (or one after `dietcode refine`) find them in its code cache.
       const model::ModelLoadTimes& lt = m.load_times();
       note(fmt::format(
-          "{} layers, {} threads: dietcode load {:.2f} s (modules read + JIT: {} kernels "
-          "compiled, {} from the code cache) + {:.2f} s (weights mapped, packed)",
+          "{} layers, {} threads: dietcode load {:.2f} s (modules read + JIT, kernels and "
+          "dispatchers: {} compiled, {} from the code cache) + {:.2f} s (weights mapped, packed)",
           layers, threads, lt.modules_seconds, lt.kernels_compiled, lt.kernels_from_cache,
           lt.weights_seconds));
       const double weight_bytes =

@@ -39,7 +39,8 @@ struct ModelOptions {
 struct ModelLoadTimes {
   double modules_seconds = 0;  // reading module files and JIT-compiling their kernels
   double weights_seconds = 0;  // mapping the weights, stacking Q K V, packing for kernels
-  int64_t kernels_from_cache = 0, kernels_compiled = 0;  // code cache hits and misses
+  // Code cache hits and misses: compiled objects, the kernels and each module's dispatcher.
+  int64_t kernels_from_cache = 0, kernels_compiled = 0;
 };
 
 class Model {

@@ -106,6 +106,9 @@ RefineResult refine_model(const RefineOptions& o) {
   for (float& e : x) e = dist(rng);
 
   RefineResult r;
+  r.load_seconds = m.load_times().modules_seconds;
+  r.kernels_compiled = m.load_times().kernels_compiled;
+  r.kernels_from_cache = m.load_times().kernels_from_cache;
   for (const std::string& name : o.modules) {
     const runtime::Module& mod = m.module(name);
     if (mod.num_kernels() < 2) continue;
@@ -203,6 +206,10 @@ RefineResult refine_model(const RefineOptions& o) {
 
 std::string format_refine_result(const RefineOptions& o, const RefineResult& r) {
   std::string out = fmt::format(
+      "model loaded in {:.2f} s (modules read + JIT, kernels and dispatchers: {} compiled, {} "
+      "from the code cache)\n",
+      r.load_seconds, r.kernels_compiled, r.kernels_from_cache);
+  out += fmt::format(
       "{} comparisons inside the model ({} pairs of calls each; {} stopped after {} pairs, the "
       "kernel ruled out; {} thread{}) in {:.1f} s\n",
       r.comparisons, o.pairs, r.screened_out, o.screen_pairs, o.threads, o.threads == 1 ? "" : "s",

@@ -391,7 +391,7 @@ TEST(Refine, RewritesOnlyTheDispatchAndTheModelStaysCorrect) {
   c.t_max = 32;
   TestModel tm("refine", c, 21, 22, 12);
   std::map<std::string, runtime::ModuleSpec> before;
-  for (const std::string& name : {"qkv", "out", "ffn1", "ffn2"})
+  for (const std::string name : {"qkv", "out", "ffn1", "ffn2"})
     before[name] = runtime::load_module_spec((tm.dir / (name + ".module.json")).string());
   workflow::RefineOptions o;
   o.model_dir = tm.dir.string();
@@ -407,6 +407,14 @@ TEST(Refine, RewritesOnlyTheDispatchAndTheModelStaysCorrect) {
   EXPECT_GT(r.comparisons, 0);
   // A comparison ruled out after its screening pairs timed no more.
   EXPECT_EQ(r.pairs, 2 * r.screened_out + 6 * (r.comparisons - r.screened_out));
+  // The model's load is reported: every kernel of its six modules and each module's
+  // dispatcher, compiled or found in the code cache.
+  int64_t kernels = 0;
+  for (const std::string name : {"qkv", "attention", "out", "ln", "ffn1", "ffn2"})
+    kernels += int64_t(
+        runtime::load_module_spec((tm.dir / (name + ".module.json")).string()).kernels.size());
+  EXPECT_EQ(r.kernels_compiled + r.kernels_from_cache, kernels + 6);
+  EXPECT_GT(r.load_seconds, 0);
   std::printf("[ measured ] %d comparisons, %zu moves, %zu files\n", r.comparisons,
               r.changes.size(), r.written.size());
   for (const auto& [name, old] : before) {

@@ -131,7 +131,8 @@ int run_model(const RunOptions& o) {
   fmt::print("model {}: {} layers, hidden {}, {} heads, ffn {}, tuned for T in {}..{}\n{}",
              o.model_dir, c.layers, c.hidden, c.heads, c.ffn, c.t_min, c.t_max, m.describe());
   fmt::print(
-      "load: modules {:.2f} s (read + JIT: {} kernels from the code cache, {} compiled), "
+      "load: modules {:.2f} s (read + JIT, kernels and dispatchers: {} from the code cache, {} "
+      "compiled), "
       "weights {:.2f} s (map + pack)\n",
       m.load_times().modules_seconds, m.load_times().kernels_from_cache,
       m.load_times().kernels_compiled, m.load_times().weights_seconds);
