@@ -384,12 +384,9 @@ EncoderBenchResult run_encoder_bench(const EncoderBenchOptions& o) {
       const model::BertConfig& c = m.config();
       // Which kind of load this was: the first in a model directory compiles every kernel,
       // later ones (or one after `dietcode refine`) find them in its code cache.
-      const model::ModelLoadTimes& lt = m.load_times();
       note(fmt::format(
-          "{} layers, {} threads: dietcode load {:.2f} s (modules read + JIT, kernels and "
-          "dispatchers: {} compiled, {} from the code cache) + {:.2f} s (weights mapped, packed)",
-          layers, threads, lt.modules_seconds, lt.kernels_compiled, lt.kernels_from_cache,
-          lt.weights_seconds));
+          "{} layers, {} threads: dietcode load {} + {:.2f} s (weights mapped, packed)", layers,
+          threads, m.load_times().describe_modules(), m.load_times().weights_seconds));
       const double weight_bytes =
           4.0 * double(layers) * double(4 * c.hidden * c.hidden + 2 * c.hidden * c.ffn);
       // A layer's 28 MB re-read warm partly stay in caches a guest may not see: the level

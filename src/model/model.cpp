@@ -337,6 +337,13 @@ const BertConfig& Model::config() const {
 const Graph& Model::graph() const {
   return impl_->graph;
 }
+std::string ModelLoadTimes::describe_modules() const {
+  return fmt::format(
+      "{:.2f} s (modules read + JIT, kernels and dispatchers: {} compiled, {} from the code "
+      "cache)",
+      modules_seconds, kernels_compiled, kernels_from_cache);
+}
+
 const ModelLoadTimes& Model::load_times() const {
   return impl_->times;
 }

@@ -106,9 +106,7 @@ RefineResult refine_model(const RefineOptions& o) {
   for (float& e : x) e = dist(rng);
 
   RefineResult r;
-  r.load_seconds = m.load_times().modules_seconds;
-  r.kernels_compiled = m.load_times().kernels_compiled;
-  r.kernels_from_cache = m.load_times().kernels_from_cache;
+  r.load = m.load_times();
   for (const std::string& name : o.modules) {
     const runtime::Module& mod = m.module(name);
     if (mod.num_kernels() < 2) continue;
@@ -205,10 +203,7 @@ RefineResult refine_model(const RefineOptions& o) {
 }
 
 std::string format_refine_result(const RefineOptions& o, const RefineResult& r) {
-  std::string out = fmt::format(
-      "model loaded in {:.2f} s (modules read + JIT, kernels and dispatchers: {} compiled, {} "
-      "from the code cache)\n",
-      r.load_seconds, r.kernels_compiled, r.kernels_from_cache);
+  std::string out = fmt::format("model loaded in {}\n", r.load.describe_modules());
   out += fmt::format(
       "{} comparisons inside the model ({} pairs of calls each; {} stopped after {} pairs, the "
       "kernel ruled out; {} thread{}) in {:.1f} s\n",

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "model/model.h"
+
 namespace dietcode::workflow {
 
 struct RefineOptions {
@@ -59,12 +61,11 @@ struct RefineResult {
   int screened_out = 0;  // comparisons stopped after screen_pairs pairs
   int64_t pairs = 0;     // pairs of calls timed in all
   double seconds = 0;
-  // The model's load before the comparisons: reading and JIT-compiling its modules (the
-  // first load of a freshly tuned model compiles every kernel into its code cache, so a
-  // later load, the encoder table's in `tune --refine`, finds them there).
-  double load_seconds = 0;
-  int64_t kernels_compiled = 0, kernels_from_cache = 0;  // kernels and dispatchers
-  std::vector<std::string> written;                      // module files rewritten
+  // The model's load before the comparisons (the first load of a freshly tuned model
+  // compiles every kernel into its code cache, so a later load, the encoder table's in
+  // `tune --refine`, finds them there).
+  model::ModelLoadTimes load;
+  std::vector<std::string> written;  // module files rewritten
 };
 
 // Throws dietcode::Error for a model directory or weights that do not load, unknown
